@@ -1,0 +1,13 @@
+export * from './builtin.js';
+export * from './kind.js';
+export { AgentConfig, AgentOutput, agentKind, PromptSegment } from './kinds/agent/index.js';
+export { DeciderConfig, DeciderRule, deciderKind } from './kinds/decider/index.js';
+export { EndConfig, endKind } from './kinds/end/index.js';
+export { HumanConfig, humanKind } from './kinds/human/index.js';
+export { NoteConfig, noteKind } from './kinds/note/index.js';
+export { ObserverConfig, observerKind } from './kinds/observer/index.js';
+export { StartConfig, startKind } from './kinds/start/index.js';
+export { TeamConfig, Termination, teamKind } from './kinds/team/index.js';
+export { ToolConfig, toolKind } from './kinds/tool/index.js';
+export * from './registry.js';
+export { validate, validateText } from './validate.js';

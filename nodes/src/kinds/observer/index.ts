@@ -1,0 +1,66 @@
+import { Type } from '@sinclair/typebox';
+import { Condition } from '@switchboard/schemas';
+import { defineKind } from '../../kind.js';
+
+export const ObserverConfig = Type.Object(
+  {
+    type: Type.Union([Type.Literal('summarizer'), Type.Literal('guard'), Type.Literal('reflection')]),
+    when: Type.Optional(Type.Union([Type.Literal('before'), Type.Literal('after')], { default: 'after' })),
+    // summarizer
+    every: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'summarizer: summarize after this many new messages.' }),
+    ),
+    model: Type.Optional(Type.String({ description: 'summarizer: the model that writes summaries.' })),
+    prompt: Type.Optional(Type.String()),
+    // guard
+    schema: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: 'guard: messages must be JSON matching it.',
+      }),
+    ),
+    allow: Type.Optional(
+      Type.Array(Type.String(), { description: 'guard: a message must match one of these patterns.' }),
+    ),
+    deny: Type.Optional(
+      Type.Array(Type.String(), { description: 'guard: a message must match none of these patterns.' }),
+    ),
+    maxLength: Type.Optional(Type.Integer({ minimum: 1 })),
+    ratePerMinute: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'guard: messages per agent per minute.' }),
+    ),
+    micGrant: Type.Optional(
+      Type.Boolean({ description: 'guard: only the agent a decider granted the mic may speak.' }),
+    ),
+    onViolation: Type.Optional(
+      Type.Union([Type.Literal('retry'), Type.Literal('block'), Type.Literal('escalate')], {
+        default: 'retry',
+      }),
+    ),
+    maxRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
+    escalateTo: Type.Optional(Type.String({ description: 'guard: the node that receives an escalation.' })),
+    // reflection
+    rule: Type.Optional(Condition),
+    message: Type.Optional(
+      Type.String({ description: "reflection: the reminder put in the agent's inbox." }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const observerKind = defineKind({
+  kind: 'observer',
+  role: 'observer',
+  configSchema: ObserverConfig,
+  modelRefs: ['model'],
+  nodeRefs: ['escalateTo'],
+  defaults: () => ({ type: 'summarizer' as const, when: 'after' as const, every: 6 }),
+  ports: [{ id: 'observe', type: 'source', side: 'bottom', accepts: ['observe'], label: 'observes' }],
+  display: {
+    label: 'Observer',
+    color: '#db2777',
+    icon: '◉',
+    description: 'Runs before or after turns: summarizer, guard or reflection.',
+    category: 'control',
+  },
+  summary: (c) => `${c.type} · ${c.when ?? 'after'}`,
+});

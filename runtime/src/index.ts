@@ -1,0 +1,2 @@
+export * from './models/types.js';
+export * from './tools/types.js';

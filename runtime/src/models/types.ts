@@ -1,0 +1,98 @@
+/**
+ * The contract between the interpreter and model providers. Providers are injected, so the
+ * same flow runs on the openai SDK, on a script, or on anything a host adds.
+ */
+import type { ModelConfigT } from '@switchboard/schemas';
+
+export interface ToolCallRequest {
+  /** Provider-assigned id, echoed back in the tool result message. */
+  id: string;
+  name: string;
+  /** The raw argument text exactly as the model produced it; parsed and checked by the runtime. */
+  arguments: string;
+}
+
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string; name?: string }
+  | { role: 'assistant'; content: string; name?: string; toolCalls?: ToolCallRequest[] }
+  | { role: 'tool'; content: string; toolCallId: string };
+
+/** A tool as a model sees it. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  /** The node this call is for; providers use it in errors, scripted providers to pick a reply. */
+  nodeId: string;
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  /** Ask for JSON matching this schema (structured output). */
+  jsonSchema?: { name: string; schema: Record<string, unknown> };
+  signal: AbortSignal;
+  /** Streamed text, as it arrives. Best-effort. */
+  onDelta?: (text: string) => void;
+  /** Called before each transport retry. */
+  onRetry?: (info: { attempt: number; delayMs: number; cause: string }) => void;
+}
+
+export interface TokenCount {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface ModelResponse {
+  text: string;
+  toolCalls: ToolCallRequest[];
+  usage: TokenCount;
+  finishReason: string;
+  /** The model that answered. */
+  model: string;
+}
+
+export interface ModelProvider {
+  /** True when replies come from a script: every event of such a run says so. */
+  readonly scripted: boolean;
+  complete(request: ModelRequest): Promise<ModelResponse>;
+}
+
+export type ModelErrorCode =
+  | 'rate_limited'
+  | 'server_error'
+  | 'timeout'
+  | 'network'
+  | 'bad_response'
+  | 'stream_interrupted'
+  | 'length'
+  | 'cancelled'
+  | 'auth'
+  | 'bad_request'
+  | 'script_exhausted';
+
+/** A typed model failure: what happened, why, and after how many attempts. */
+export class ModelError extends Error {
+  override readonly name = 'ModelError';
+  constructor(
+    readonly code: ModelErrorCode,
+    message: string,
+    readonly attempts: number,
+    readonly causeText?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Resolves `${env:NAME}` references at run time; secrets never live in the flow. */
+export type EnvResolver = (value: string | undefined) => string | undefined;
+
+export interface ModelFactoryContext {
+  resolveEnv: EnvResolver;
+  /** Directory of the flow file, for scripted `scriptFile`s. */
+  baseDir?: string;
+}
+
+export type ModelFactory = (name: string, config: ModelConfigT, ctx: ModelFactoryContext) => ModelProvider;

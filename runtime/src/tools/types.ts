@@ -1,0 +1,57 @@
+/**
+ * The contract between the interpreter and tools. An agent sees exactly the tools its `tools`
+ * edges grant (after filters); the tool host resolves those grants to callable handles.
+ */
+export interface ToolResult {
+  /** Text given back to the model. */
+  content: string;
+  isError: boolean;
+  /** Structured content, when the tool returned some. */
+  structured?: unknown;
+}
+
+export interface ToolCallOptions {
+  signal: AbortSignal;
+  timeoutMs?: number;
+  /** Progress or log lines from the tool (e.g. a stdio server's stderr). */
+  onLog?: (text: string) => void;
+}
+
+export interface ToolHandle {
+  /** The stable, collision-free name shown to the model. */
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  inputSchema: Record<string, unknown>;
+  /** The tool node that grants it, and the server and tool name behind it. */
+  toolNodeId: string;
+  server: string;
+  remoteName: string;
+  call(args: Record<string, unknown>, options: ToolCallOptions): Promise<ToolResult>;
+}
+
+export interface ToolHostContext {
+  runId: string;
+  /** The run's data directory (documents, workspaces). */
+  dataDir?: string;
+  /** The run's JSON state, for the built-in `state` server. */
+  state: {
+    get(key: string): unknown;
+    set(key: string, value: unknown): void;
+    snapshot(): Record<string, unknown>;
+  };
+  signal: AbortSignal;
+  /** Events the tool host wants in the run's log (stderr lines, tool disabled, server failed). */
+  emit?: (
+    event:
+      | { type: 'log'; level: string; text: string; nodeId?: string }
+      | { type: 'tool.disabled'; tool: string; reason: string; nodeId?: string },
+  ) => void;
+}
+
+export interface ToolHost {
+  /** The tools granted to one agent node, in a stable order. */
+  toolsFor(agentNodeId: string, ctx: ToolHostContext): Promise<ToolHandle[]>;
+  /** Releases what the run holds (servers stay pooled for other runs until idle). */
+  release(runId: string): Promise<void>;
+}

@@ -1,0 +1,23 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const src = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    // Tests run against the TypeScript sources; `pnpm build` is only for the CLI and the editor bundle.
+    alias: {
+      '@switchboard/schemas': src('./schemas/src/index.ts'),
+      '@switchboard/nodes': src('./nodes/src/index.ts'),
+      '@switchboard/runtime': src('./runtime/src/index.ts'),
+    },
+  },
+  test: {
+    include: ['{schemas,nodes,runtime,editor}/src/**/*.test.{ts,tsx}', 'test/**/*.test.ts'],
+    exclude: ['**/node_modules/**', '**/dist/**'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Unhandled rejections and uncaught exceptions fail the whole run (vitest's default; kept explicit).
+    dangerouslyIgnoreUnhandledErrors: false,
+  },
+});
