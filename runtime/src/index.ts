@@ -1,2 +1,6 @@
+// Public library surface of @switchboard/runtime. Heavy parts (openai, MCP, server) stay
+// behind lazy imports so that importing the library is cheap.
+
+export * from './engine/types.js';
 export * from './models/types.js';
 export * from './tools/types.js';

@@ -1,46 +1,41 @@
-/** The `switchboard` command line. Commands register here; each lives in its own module. */
+/**
+ * The `switchboard` command line. Each command lives in `commands/` and exports one
+ * `register…(program, ctx)`; this file only lists them. Commands import heavy modules lazily
+ * inside their actions so that `switchboard validate` starts fast.
+ */
 import { Command, CommanderError } from 'commander';
-import { formatProblem, validateFiles } from './validate-command.js';
+import { registerValidate } from './commands/validate.js';
+import { type CliContext, EXIT } from './context.js';
 
-export const EXIT = { ok: 0, failed: 1, usage: 2, needsHuman: 3 } as const;
+const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [registerValidate];
 
-export function buildProgram(
-  out: (s: string) => void,
-  err: (s: string) => void,
-): { program: Command; result: { code: number } } {
-  const result = { code: EXIT.ok as number };
-  const program = new Command('switchboard')
-    .description('Build, validate and run multi-agent flows.')
-    .exitOverride()
-    .configureOutput({ writeOut: out, writeErr: err })
-    .showHelpAfterError();
+export { EXIT };
 
-  program
-    .command('validate')
-    .description('Validate flow files; prints FILE: /json/path (id): message per problem.')
-    .argument('<files...>', 'flow JSON files')
-    .option('--json', 'print the problem lists as JSON')
-    .action(async (files: string[], opts: { json?: boolean }) => {
-      const reports = await validateFiles(files);
-      if (opts.json) out(`${JSON.stringify(reports, null, 2)}\n`);
-      else
-        for (const r of reports) {
-          for (const p of r.errors) err(`${formatProblem(r.file, p, 'error')}\n`);
-          for (const p of r.warnings) err(`${formatProblem(r.file, p, 'warning')}\n`);
-          if (r.ok) out(`${r.file}: ok${r.warnings.length ? ` (${r.warnings.length} warnings)` : ''}\n`);
-        }
-      result.code = reports.every((r) => r.ok) ? EXIT.ok : EXIT.failed;
-    });
-
-  return { program, result };
+export interface MainIO {
+  out?: (s: string) => void;
+  err?: (s: string) => void;
+  isTTY?: boolean;
+  stdin?: NodeJS.ReadableStream;
 }
 
 /** Runs the CLI and returns the exit code (0 ok, 1 failed, 2 usage, 3 needs a human). */
-export async function main(
-  argv: string[],
-  io = { out: (s: string) => process.stdout.write(s), err: (s: string) => process.stderr.write(s) },
-): Promise<number> {
-  const { program, result } = buildProgram(io.out, io.err);
+export async function main(argv: string[], io: MainIO = {}): Promise<number> {
+  let code: number = EXIT.ok;
+  const ctx: CliContext = {
+    out: io.out ?? ((s) => process.stdout.write(s)),
+    err: io.err ?? ((s) => process.stderr.write(s)),
+    setExit: (c) => {
+      code = c;
+    },
+    isTTY: io.isTTY ?? process.stderr.isTTY === true,
+    stdin: io.stdin ?? process.stdin,
+  };
+  const program = new Command('switchboard')
+    .description('Build, validate, run and serve multi-agent flows.')
+    .exitOverride()
+    .configureOutput({ writeOut: ctx.out, writeErr: ctx.err })
+    .showHelpAfterError();
+  for (const register of REGISTRARS) register(program, ctx);
   try {
     await program.parseAsync(argv);
   } catch (e) {
@@ -55,5 +50,5 @@ export async function main(
     }
     throw e;
   }
-  return result.code;
+  return code;
 }

@@ -2,6 +2,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import { validateText } from '@switchboard/nodes';
 import { DEFAULT_LIMITS, type Problem } from '@switchboard/schemas';
+import type { Command } from 'commander';
+import { type CliContext, EXIT } from '../context.js';
 
 export interface ValidateReport {
   file: string;
@@ -49,4 +51,23 @@ export async function validateFiles(files: string[]): Promise<ValidateReport[]> 
 export function formatProblem(file: string, p: Problem, severity: 'error' | 'warning'): string {
   const id = p.nodeId ?? p.edgeId;
   return `${file}: ${p.path || '/'}${id ? ` (${id})` : ''}: ${severity === 'warning' ? 'warning: ' : ''}${p.message} [${p.code}]`;
+}
+
+export function registerValidate(program: Command, ctx: CliContext): void {
+  program
+    .command('validate')
+    .description('Validate flow files; prints FILE: /json/path (id): message per problem.')
+    .argument('<files...>', 'flow JSON files')
+    .option('--json', 'print the problem lists as JSON')
+    .action(async (files: string[], opts: { json?: boolean }) => {
+      const reports = await validateFiles(files);
+      if (opts.json) ctx.out(`${JSON.stringify(reports, null, 2)}\n`);
+      else
+        for (const r of reports) {
+          for (const p of r.errors) ctx.err(`${formatProblem(r.file, p, 'error')}\n`);
+          for (const p of r.warnings) ctx.err(`${formatProblem(r.file, p, 'warning')}\n`);
+          if (r.ok) ctx.out(`${r.file}: ok${r.warnings.length ? ` (${r.warnings.length} warnings)` : ''}\n`);
+        }
+      ctx.setExit(reports.every((r) => r.ok) ? EXIT.ok : EXIT.failed);
+    });
 }

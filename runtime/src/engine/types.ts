@@ -1,0 +1,80 @@
+/**
+ * The public contract of the interpreter: how a host starts, watches, steers, checkpoints and
+ * resumes a run. The server, the CLI and the MCP flow server all go through this.
+ * (Draft owned by the engine; other parts may rely on every name here.)
+ */
+import type { BudgetsT, Flow, RunEvent } from '@switchboard/schemas';
+import type { ModelFactory, ModelProvider } from '../models/types.js';
+import type { ToolHost } from '../tools/types.js';
+
+export type RunStatus =
+  | 'pending'
+  | 'running'
+  | 'paused'
+  | 'waiting'
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'interrupted';
+
+export type RunCommand =
+  | { type: 'pause' }
+  | { type: 'resume' }
+  | { type: 'cancel'; reason?: string }
+  | { type: 'step' }
+  | { type: 'inject'; text: string; nodeId?: string }
+  | { type: 'answer'; nodeId?: string; answer: string }
+  | { type: 'breakpoint'; nodeId: string; on: boolean };
+
+/** Everything needed to continue a run in a new process. Plain JSON. */
+export interface RunCheckpoint {
+  version: 1;
+  runId: string;
+  flowId: string;
+  /** The last event seq written before this checkpoint; a resumed run continues after it. */
+  seq: number;
+  /** Engine-private state (transcript, inboxes, state, counters, summaries, control position). */
+  data: unknown;
+}
+
+export interface RunResult {
+  runId: string;
+  status: 'completed' | 'failed' | 'cancelled' | 'interrupted';
+  output?: unknown;
+  error?: { code: string; message: string };
+}
+
+export interface RunOptions {
+  runId?: string;
+  /** Providers by the flow's model names, or a factory; defaults to the built-in providers. */
+  models?: Record<string, ModelProvider> | ModelFactory;
+  tools?: ToolHost;
+  signal?: AbortSignal;
+  /** Called synchronously for every event, in seq order (the store appends here). */
+  onEvent?: (event: RunEvent) => void;
+  /** Called at every turn boundary; the run waits for it, so a checkpoint is durable before it goes on. */
+  checkpoint?: (cp: RunCheckpoint) => Promise<void>;
+  /** Continue from a checkpoint instead of starting. */
+  resume?: RunCheckpoint;
+  /** Answers for human nodes, by node id (headless runs). */
+  answers?: Record<string, string | string[]>;
+  /** Overrides the flow's budgets. */
+  budgets?: BudgetsT;
+  /** Where run files live (documents, workspaces). */
+  dataDir?: string;
+  /** The flow file's directory, for relative script files. */
+  baseDir?: string;
+  /** Resolves `${env:NAME}`; defaults to process.env in Node hosts. */
+  env?: Record<string, string | undefined>;
+}
+
+export interface RunHandle {
+  readonly runId: string;
+  readonly status: RunStatus;
+  /** Every event of the run, from the first, as an async iterable (one consumer). */
+  events: AsyncIterable<RunEvent>;
+  send(command: RunCommand): void;
+  result: Promise<RunResult>;
+}
+
+export type RunFlow = (flow: Flow, input: unknown, options?: RunOptions) => RunHandle;
