@@ -1,0 +1,261 @@
+/**
+ * The `scripted` model provider: deterministic replies for tests and offline demos. Every event
+ * of a run that uses it carries `scripted: true`, so a scripted run is never mistaken for a real one.
+ *
+ * ## Script format
+ *
+ * In the flow: `models.<name> = { "provider": "scripted", "script": [ …entries ], "latencyMs"?: n }`,
+ * or `"scriptFile": "replies.json"` (a JSON array of entries, or `{ "script": [ … ] }`, relative to
+ * the flow file's directory). Both may be given; the file's entries come after the inline ones.
+ *
+ * An entry is an object:
+ *
+ * ```jsonc
+ * {
+ *   "node": "writer",            // optional: only replies to this node (agent, decider, observer…)
+ *   "text": "Here is the draft", // the reply text
+ *   "json": { "verdict": "ok" }, // or: structured output; the text becomes its JSON
+ *   "toolCalls": [               // optional tool calls
+ *     { "name": "search", "args": { "q": "x" } },          // args are serialised as JSON
+ *     { "name": "search", "arguments": "{\"q\": " }         // or raw argument text (malformed tests)
+ *   ],
+ *   "usage": { "promptTokens": 10, "completionTokens": 5 }, // default: a rough count of the text
+ *   "finishReason": "stop",      // default "tool_calls" when there are tool calls, else "stop"
+ *   "latencyMs": 50,             // overrides the model's latencyMs for this reply
+ *   "deltas": ["Here ", "is…"],  // optional streamed pieces (default: the text in one piece)
+ *   "error": { "code": "server_error", "message": "boom" }, // fail this call with a ModelError
+ *   "repeat": 3,                 // serve this entry this many times (true: forever) before moving on
+ *   "fallback": true             // never consumed: used when nothing else matches
+ * }
+ * ```
+ *
+ * A plain string entry is short for `{ "text": "…" }`.
+ *
+ * Choosing a reply for a call from node N: the first unconsumed entry whose `node` is N; else the
+ * first unconsumed entry without `node`; else a `fallback` entry for N; else a fallback without
+ * `node`; else the call fails with `ModelError('script_exhausted')`. Entries are consumed in order.
+ *
+ * An instant reply (no latency) resolves on the microtask queue and adds no macrotask, so a chain
+ * of scripted agents runs at interpreter speed. With latency, the reply waits on a timer that the
+ * request's AbortSignal cancels.
+ */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import type { ModelConfigT } from '@switchboard/schemas';
+import {
+  ModelError,
+  type ModelErrorCode,
+  type ModelFactoryContext,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  type ToolCallRequest,
+} from './types.js';
+
+export interface ScriptToolCall {
+  id?: string;
+  name: string;
+  args?: unknown;
+  arguments?: string;
+}
+
+export interface ScriptEntry {
+  node?: string;
+  text?: string;
+  json?: unknown;
+  toolCalls?: ScriptToolCall[];
+  usage?: { promptTokens: number; completionTokens: number };
+  finishReason?: string;
+  latencyMs?: number;
+  deltas?: string[];
+  error?: { code?: ModelErrorCode; message?: string };
+  repeat?: number | boolean;
+  fallback?: boolean;
+}
+
+/** The serialisable position of a scripted provider, so a resumed run continues the script. */
+export interface ScriptedSnapshot {
+  /** How many times each entry has been served. */
+  served: number[];
+  calls: number;
+}
+
+const MAX_SCRIPT_ENTRIES = 100_000;
+
+/** Normalises and checks script entries; throws naming the entry index on bad input. */
+export function parseScript(raw: unknown, where: string): ScriptEntry[] {
+  if (!Array.isArray(raw)) throw new Error(`${where}: a script must be an array of entries`);
+  if (raw.length > MAX_SCRIPT_ENTRIES) throw new Error(`${where}: more than ${MAX_SCRIPT_ENTRIES} entries`);
+  return raw.map((e, i) => {
+    if (typeof e === 'string') return { text: e };
+    if (e === null || typeof e !== 'object' || Array.isArray(e))
+      throw new Error(`${where}[${i}]: an entry is a string or an object`);
+    const entry = e as ScriptEntry;
+    if (entry.node !== undefined && typeof entry.node !== 'string')
+      throw new Error(`${where}[${i}].node: must be a node id string`);
+    if (entry.text !== undefined && typeof entry.text !== 'string')
+      throw new Error(`${where}[${i}].text: must be a string`);
+    if (entry.toolCalls !== undefined) {
+      if (!Array.isArray(entry.toolCalls)) throw new Error(`${where}[${i}].toolCalls: must be an array`);
+      entry.toolCalls.forEach((tc, j) => {
+        if (!tc || typeof tc.name !== 'string')
+          throw new Error(`${where}[${i}].toolCalls[${j}].name: must be a string`);
+        if (tc.arguments !== undefined && typeof tc.arguments !== 'string')
+          throw new Error(`${where}[${i}].toolCalls[${j}].arguments: must be a string (raw JSON text)`);
+      });
+    }
+    if (entry.latencyMs !== undefined && !(typeof entry.latencyMs === 'number' && entry.latencyMs >= 0))
+      throw new Error(`${where}[${i}].latencyMs: must be a number ≥ 0`);
+    return entry;
+  });
+}
+
+function roughTokens(s: string): number {
+  return Math.ceil(s.length / 4);
+}
+
+export class ScriptedProvider implements ModelProvider {
+  readonly scripted = true;
+  private served: number[];
+  private calls = 0;
+  /** Index of the first entry not yet fully served, per node key ('' = entries without node). */
+  private cursor = new Map<string, number>();
+
+  constructor(
+    private readonly entries: ScriptEntry[],
+    private readonly options: { latencyMs?: number; name?: string; model?: string } = {},
+  ) {
+    this.served = new Array<number>(entries.length).fill(0);
+  }
+
+  snapshot(): ScriptedSnapshot {
+    return { served: this.served.slice(), calls: this.calls };
+  }
+
+  restore(s: unknown): void {
+    const snap = s as ScriptedSnapshot;
+    if (!snap || !Array.isArray(snap.served) || snap.served.length !== this.entries.length) return;
+    this.served = snap.served.slice();
+    this.calls = snap.calls;
+    this.cursor.clear();
+  }
+
+  private available(i: number): boolean {
+    const e = this.entries[i]!;
+    if (e.fallback) return false;
+    const times = e.repeat === true ? Number.POSITIVE_INFINITY : typeof e.repeat === 'number' ? e.repeat : 1;
+    return this.served[i]! < times;
+  }
+
+  private pick(nodeId: string): number {
+    // Scan from a remembered cursor per key so that long scripts stay O(1) amortised per call.
+    for (const key of [nodeId, '']) {
+      let i = this.cursor.get(key) ?? 0;
+      for (; i < this.entries.length; i++) {
+        const e = this.entries[i]!;
+        if ((e.node ?? '') !== key) continue;
+        if (this.available(i)) break;
+      }
+      this.cursor.set(key, i);
+      if (i < this.entries.length) return i;
+    }
+    for (const key of [nodeId, undefined]) {
+      const i = this.entries.findIndex((e) => e.fallback && e.node === key);
+      if (i >= 0) return i;
+    }
+    return -1;
+  }
+
+  complete(request: ModelRequest): Promise<ModelResponse> {
+    if (request.signal.aborted)
+      return Promise.reject(new ModelError('cancelled', 'the model call was cancelled', 0));
+    const i = this.pick(request.nodeId);
+    if (i < 0)
+      return Promise.reject(
+        new ModelError(
+          'script_exhausted',
+          `scripted model "${this.options.name ?? 'scripted'}" has no reply left for node "${request.nodeId}"`,
+          1,
+        ),
+      );
+    this.served[i]!++;
+    this.calls++;
+    const entry = this.entries[i]!;
+    const latency = entry.latencyMs ?? this.options.latencyMs ?? 0;
+    if (latency <= 0) {
+      try {
+        return Promise.resolve(this.reply(entry, request));
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    return new Promise<ModelResponse>((resolvePromise, reject) => {
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(new ModelError('cancelled', 'the model call was cancelled', 1));
+      };
+      const timer = setTimeout(() => {
+        request.signal.removeEventListener('abort', onAbort);
+        try {
+          resolvePromise(this.reply(entry, request));
+        } catch (e) {
+          reject(e);
+        }
+      }, latency);
+      request.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  private reply(entry: ScriptEntry, request: ModelRequest): ModelResponse {
+    if (entry.error)
+      throw new ModelError(
+        entry.error.code ?? 'server_error',
+        entry.error.message ?? 'scripted error',
+        1,
+        'scripted',
+      );
+    const text = entry.json !== undefined ? JSON.stringify(entry.json) : (entry.text ?? '');
+    const toolCalls: ToolCallRequest[] = (entry.toolCalls ?? []).map((tc, j) => ({
+      id: tc.id ?? `call_${this.calls}_${j}`,
+      name: tc.name,
+      arguments: tc.arguments ?? JSON.stringify(tc.args ?? {}),
+    }));
+    if (request.onDelta && text.length > 0) {
+      if (entry.deltas) for (const d of entry.deltas) request.onDelta(d);
+      else request.onDelta(text);
+    }
+    return {
+      text,
+      toolCalls,
+      usage: entry.usage ?? { promptTokens: 0, completionTokens: roughTokens(text) },
+      finishReason: entry.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
+      model: this.options.model ?? `scripted:${this.options.name ?? 'model'}`,
+    };
+  }
+}
+
+/** Builds a scripted provider from a flow's model entry (inline `script` and/or `scriptFile`). */
+export function createScriptedProvider(
+  name: string,
+  config: ModelConfigT,
+  ctx: Pick<ModelFactoryContext, 'baseDir'>,
+): ScriptedProvider {
+  const entries = parseScript(config.script ?? [], `models.${name}.script`);
+  if (config.scriptFile) {
+    const file = isAbsolute(config.scriptFile)
+      ? config.scriptFile
+      : resolve(ctx.baseDir ?? process.cwd(), config.scriptFile);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (e) {
+      throw new Error(`models.${name}.scriptFile: cannot read ${file}: ${(e as Error).message}`);
+    }
+    const list = Array.isArray(raw) ? raw : (raw as { script?: unknown })?.script;
+    entries.push(...parseScript(list, `models.${name}.scriptFile`));
+  }
+  const opts: { latencyMs?: number; name?: string; model?: string } = { name };
+  if (config.latencyMs !== undefined) opts.latencyMs = config.latencyMs;
+  if (config.model !== undefined) opts.model = config.model;
+  return new ScriptedProvider(entries, opts);
+}
