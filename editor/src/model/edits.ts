@@ -1,0 +1,168 @@
+/**
+ * Every change the editor makes to a flow, each one Yjs transaction with the `LOCAL` origin, so
+ * that one user action is one undo step and a remote peer sees it atomically.
+ */
+import type { FlowEdgeT, FlowNodeT, PositionT } from '@switchboard/schemas';
+import * as Y from 'yjs';
+import { edgeToYMap, isPlainObject, LOCAL, nodeToYMap, parts } from './flowDoc.js';
+
+type Size = { width: number; height: number };
+
+/** Fields of a node that live outside its config; `null` removes the field. */
+export interface NodePatch {
+  position?: PositionT;
+  parent?: string | null;
+  size?: Size | null;
+  label?: string | null;
+}
+
+export function addNodes(doc: Y.Doc, nodes: FlowNodeT[], edges: FlowEdgeT[] = []): void {
+  const p = parts(doc);
+  doc.transact(() => {
+    for (const n of nodes) {
+      if (p.nodes.has(n.id)) throw new Error(`A node with id "${n.id}" already exists`);
+      p.nodes.set(n.id, nodeToYMap(n));
+    }
+    for (const e of edges) {
+      if (p.edges.has(e.id)) throw new Error(`An edge with id "${e.id}" already exists`);
+      p.edges.set(e.id, edgeToYMap(e));
+    }
+    if (nodes.length) p.nodeOrder.push(nodes.map((n) => n.id));
+    if (edges.length) p.edgeOrder.push(edges.map((e) => e.id));
+  }, LOCAL);
+}
+
+export function addEdge(doc: Y.Doc, edge: FlowEdgeT): void {
+  addNodes(doc, [], [edge]);
+}
+
+function applyPatch(m: Y.Map<unknown>, patch: Record<string, unknown>): void {
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    if (v === null) m.delete(k);
+    else m.set(k, v);
+  }
+}
+
+/** Patches several nodes at once (a drag of a selection is one undo step). */
+export function patchNodes(doc: Y.Doc, patches: Record<string, NodePatch>): void {
+  const p = parts(doc);
+  doc.transact(() => {
+    for (const [id, patch] of Object.entries(patches)) {
+      const m = p.nodes.get(id);
+      if (m) applyPatch(m, patch as Record<string, unknown>);
+    }
+  }, LOCAL);
+}
+
+export function patchEdge(doc: Y.Doc, id: string, patch: { label?: string | null }): void {
+  const m = parts(doc).edges.get(id);
+  if (!m) return;
+  doc.transact(() => applyPatch(m, patch), LOCAL);
+}
+
+function configMap(owner: Y.Map<unknown>): Y.Map<unknown> {
+  const c = owner.get('config');
+  if (c instanceof Y.Map) return c;
+  // A config that was missing or not an object is replaced by a map (edges may have none).
+  const fresh = new Y.Map<unknown>();
+  owner.set('config', fresh);
+  return fresh;
+}
+
+/** Sets (or, with `undefined`, removes) one top-level key of a node's or edge's config. */
+export function setConfigValue(
+  doc: Y.Doc,
+  target: { node: string } | { edge: string },
+  key: string,
+  value: unknown,
+): void {
+  const p = parts(doc);
+  const owner = 'node' in target ? p.nodes.get(target.node) : p.edges.get(target.edge);
+  if (!owner) return;
+  doc.transact(() => {
+    const c = configMap(owner);
+    if (value === undefined) c.delete(key);
+    else c.set(key, value);
+  }, LOCAL);
+}
+
+/** Replaces a whole config (used by kind changes and the raw JSON editor). */
+export function replaceConfig(
+  doc: Y.Doc,
+  target: { node: string } | { edge: string },
+  config: Record<string, unknown>,
+): void {
+  const p = parts(doc);
+  const owner = 'node' in target ? p.nodes.get(target.node) : p.edges.get(target.edge);
+  if (!owner) return;
+  doc.transact(() => {
+    const m = new Y.Map<unknown>();
+    for (const [k, v] of Object.entries(config)) if (v !== undefined) m.set(k, v);
+    owner.set('config', m);
+  }, LOCAL);
+}
+
+/** Sets (or removes, with `undefined`) a top-level field of the flow: name, models, … */
+export function setMeta(doc: Y.Doc, key: string, value: unknown): void {
+  if (key === 'nodes' || key === 'edges') throw new Error('nodes and edges are not flow settings');
+  const { meta } = parts(doc);
+  doc.transact(() => {
+    if (value === undefined) meta.delete(key);
+    else meta.set(key, value);
+  }, LOCAL);
+}
+
+/** The ids of `ids` and of every node nested in them. */
+export function withDescendants(doc: Y.Doc, ids: Iterable<string>): Set<string> {
+  const p = parts(doc);
+  const children = new Map<string, string[]>();
+  for (const [id, m] of p.nodes.entries()) {
+    const parent = m.get('parent');
+    if (typeof parent === 'string') children.set(parent, [...(children.get(parent) ?? []), id]);
+  }
+  const out = new Set<string>();
+  const stack = [...ids];
+  while (stack.length) {
+    const id = stack.pop()!;
+    if (out.has(id)) continue;
+    out.add(id);
+    stack.push(...(children.get(id) ?? []));
+  }
+  return out;
+}
+
+function removeFromOrder(order: Y.Array<string>, ids: Set<string>): void {
+  const list = order.toArray();
+  for (let i = list.length - 1; i >= 0; i--) if (ids.has(list[i]!)) order.delete(i, 1);
+}
+
+/**
+ * Deletes nodes (with everything nested in them and every edge touching them) and edges, as one
+ * undo step. Returns what was removed.
+ */
+export function removeElements(
+  doc: Y.Doc,
+  nodeIds: Iterable<string>,
+  edgeIds: Iterable<string> = [],
+): { nodes: string[]; edges: string[] } {
+  const p = parts(doc);
+  const nodes = withDescendants(doc, nodeIds);
+  const edges = new Set(edgeIds);
+  for (const [id, m] of p.edges.entries())
+    if (nodes.has(m.get('source') as string) || nodes.has(m.get('target') as string)) edges.add(id);
+  doc.transact(() => {
+    for (const id of nodes) p.nodes.delete(id);
+    for (const id of edges) p.edges.delete(id);
+    removeFromOrder(p.nodeOrder, nodes);
+    removeFromOrder(p.edgeOrder, edges);
+  }, LOCAL);
+  return { nodes: [...nodes], edges: [...edges] };
+}
+
+/** A plain-JSON snapshot of one config value, for reading without Yjs types. */
+export function readConfig(owner: Y.Map<unknown> | undefined): Record<string, unknown> {
+  const c = owner?.get('config');
+  if (c instanceof Y.Map) return c.toJSON() as Record<string, unknown>;
+  return isPlainObject(c) ? c : {};
+}

@@ -1,0 +1,176 @@
+/**
+ * The flow document kept in a Y.Doc, so that the editor's state can be shared for co-editing.
+ *
+ * Layout of the Y.Doc (names are part of the collaboration contract, change them only with a
+ * migration):
+ * - `meta`  Y.Map: every top-level field except `nodes` and `edges` (`version`, `id`, `name`,
+ *           `models`, …) as plain JSON values.
+ * - `nodes` Y.Map<id, Y.Map>: one map per node with `kind`, `parent`, `label`, `position`, `size`
+ *           as plain values and `config` as a Y.Map of its top-level keys (so two people editing
+ *           different fields of one node do not overwrite each other).
+ * - `edges` Y.Map<id, Y.Map>: likewise (`kind`, `source`, `target`, handles, `label`, `config`).
+ * - `nodeOrder` / `edgeOrder` Y.Array<id>: document order, kept so that an exported file lists
+ *           nodes and edges in the order it was opened with (byte-identical round trips).
+ *
+ * Plain values are never mutated in place: every change sets a new value inside a transaction.
+ */
+import type { Flow, FlowEdgeT, FlowNodeT } from '@switchboard/schemas';
+import * as Y from 'yjs';
+
+/** Transaction origin of this editor's own edits; the undo manager tracks only these. */
+export const LOCAL = Symbol('switchboard-local-edit');
+/** Origin of loading a whole document (import, template, restore); never undoable. */
+export const LOAD = Symbol('switchboard-load');
+
+export interface FlowDocParts {
+  meta: Y.Map<unknown>;
+  nodes: Y.Map<Y.Map<unknown>>;
+  edges: Y.Map<Y.Map<unknown>>;
+  nodeOrder: Y.Array<string>;
+  edgeOrder: Y.Array<string>;
+}
+
+export function parts(doc: Y.Doc): FlowDocParts {
+  return {
+    meta: doc.getMap('meta'),
+    nodes: doc.getMap('nodes') as Y.Map<Y.Map<unknown>>,
+    edges: doc.getMap('edges') as Y.Map<Y.Map<unknown>>,
+    nodeOrder: doc.getArray<string>('nodeOrder'),
+    edgeOrder: doc.getArray<string>('edgeOrder'),
+  };
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Why a parsed JSON value cannot be held by the editor (it can still be shown as text). */
+export class UnrepresentableFlowError extends Error {}
+
+/**
+ * Checks the minimum shape the editor needs: an object whose `nodes` and `edges` are arrays of
+ * objects with unique string ids. Anything else (wrong config, unknown kinds, bad edges) is the
+ * validator's business and is shown on the canvas instead.
+ */
+export function assertRepresentable(doc: unknown): asserts doc is Flow {
+  if (!isPlainObject(doc)) throw new UnrepresentableFlowError('the document is not a JSON object');
+  const seen = new Set<string>();
+  for (const field of ['nodes', 'edges'] as const) {
+    const list = doc[field];
+    if (!Array.isArray(list)) throw new UnrepresentableFlowError(`/${field} is not an array`);
+    list.forEach((item, i) => {
+      if (!isPlainObject(item)) throw new UnrepresentableFlowError(`/${field}/${i} is not an object`);
+      if (typeof item.id !== 'string' || item.id === '')
+        throw new UnrepresentableFlowError(`/${field}/${i}/id is missing or not a string`);
+      if (seen.has(item.id))
+        throw new UnrepresentableFlowError(
+          `/${field}/${i}/id "${item.id}" is used twice; ids must be unique`,
+        );
+      seen.add(item.id);
+    });
+  }
+}
+
+function objectToYMap(obj: Record<string, unknown>): Y.Map<unknown> {
+  const m = new Y.Map<unknown>();
+  for (const [k, v] of Object.entries(obj)) if (v !== undefined) m.set(k, v);
+  return m;
+}
+
+function yMapToObject(m: Y.Map<unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of m.entries()) out[k] = v instanceof Y.Map ? yMapToObject(v) : v;
+  return out;
+}
+
+/** A node as a Y.Map (config split into its own Y.Map). The id is the key in `nodes`. */
+export function nodeToYMap(node: FlowNodeT): Y.Map<unknown> {
+  const m = new Y.Map<unknown>();
+  for (const [k, v] of Object.entries(node)) {
+    if (k === 'id' || v === undefined) continue;
+    m.set(k, k === 'config' && isPlainObject(v) ? objectToYMap(v) : v);
+  }
+  return m;
+}
+
+export function edgeToYMap(edge: FlowEdgeT): Y.Map<unknown> {
+  const m = new Y.Map<unknown>();
+  for (const [k, v] of Object.entries(edge)) {
+    if (k === 'id' || v === undefined) continue;
+    m.set(k, k === 'config' && isPlainObject(v) ? objectToYMap(v) : v);
+  }
+  return m;
+}
+
+/** Reads one node back as plain JSON. */
+export function readNode(id: string, m: Y.Map<unknown>): FlowNodeT {
+  const out: Record<string, unknown> = { id };
+  for (const [k, v] of m.entries()) out[k] = v instanceof Y.Map ? yMapToObject(v) : v;
+  return out as unknown as FlowNodeT;
+}
+
+export function readEdge(id: string, m: Y.Map<unknown>): FlowEdgeT {
+  const out: Record<string, unknown> = { id };
+  for (const [k, v] of m.entries()) out[k] = v instanceof Y.Map ? yMapToObject(v) : v;
+  return out as unknown as FlowEdgeT;
+}
+
+/** Ids in document order: the order arrays first (deduplicated), then any id they miss. */
+export function orderedIds(
+  map: { has(id: string): boolean; keys(): IterableIterator<string> },
+  order: Y.Array<string>,
+): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const id of order.toArray())
+    if (!seen.has(id) && map.has(id)) {
+      seen.add(id);
+      out.push(id);
+    }
+  const rest = [...map.keys()].filter((id) => !seen.has(id)).sort();
+  return out.concat(rest);
+}
+
+/**
+ * Replaces the whole content of `doc` with `flow`, in one transaction.
+ * Throws `UnrepresentableFlowError` when the flow lacks the shape the editor needs.
+ */
+export function loadFlowIntoDoc(doc: Y.Doc, flow: unknown, origin: unknown = LOAD): void {
+  assertRepresentable(flow);
+  const p = parts(doc);
+  doc.transact(() => {
+    for (const k of [...p.meta.keys()]) p.meta.delete(k);
+    p.nodes.clear();
+    p.edges.clear();
+    p.nodeOrder.delete(0, p.nodeOrder.length);
+    p.edgeOrder.delete(0, p.edgeOrder.length);
+    for (const [k, v] of Object.entries(flow)) {
+      if (k === 'nodes' || k === 'edges' || v === undefined) continue;
+      p.meta.set(k, v);
+    }
+    for (const n of flow.nodes) p.nodes.set(n.id, nodeToYMap(n));
+    for (const e of flow.edges) p.edges.set(e.id, edgeToYMap(e));
+    p.nodeOrder.push(flow.nodes.map((n) => n.id));
+    p.edgeOrder.push(flow.edges.map((e) => e.id));
+  }, origin);
+}
+
+/** A fresh Y.Doc holding `flow`. */
+export function flowToDoc(flow: unknown): Y.Doc {
+  const doc = new Y.Doc();
+  loadFlowIntoDoc(doc, flow);
+  return doc;
+}
+
+/**
+ * The flow held by `doc`, as plain JSON. Top-level keys come out in the order they were set;
+ * `serializeFlow` puts them in canonical order anyway.
+ */
+export function docToFlow(doc: Y.Doc): Flow {
+  const p = parts(doc);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of p.meta.entries()) out[k] = v;
+  out.nodes = orderedIds(p.nodes, p.nodeOrder).map((id) => readNode(id, p.nodes.get(id)!));
+  out.edges = orderedIds(p.edges, p.edgeOrder).map((id) => readEdge(id, p.edges.get(id)!));
+  return out as unknown as Flow;
+}

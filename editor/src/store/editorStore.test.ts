@@ -1,0 +1,161 @@
+import { defaultRegistry, validate } from '@switchboard/nodes';
+import { serializeFlow } from '@switchboard/schemas';
+import { afterEach, describe, expect, it } from 'vitest';
+import { emptyFlow, richFlow } from '../testing/fixtures.js';
+import { EditorStore } from './editorStore.js';
+
+let store: EditorStore;
+afterEach(() => store?.dispose());
+
+function make(flow: unknown = richFlow()): EditorStore {
+  store = new EditorStore({ registry: defaultRegistry, validateDelay: 1 });
+  store.load(flow);
+  return store;
+}
+
+describe('EditorStore', () => {
+  it('the rich fixture is a valid flow', () => {
+    expect(validate(richFlow()).errors).toEqual([]);
+  });
+
+  it('derives React Flow nodes with parents before children and edges with handles', () => {
+    const s = make();
+    const { nodes, edges } = s.getSnapshot();
+    const idx = (id: string) => nodes.findIndex((n) => n.id === id);
+    expect(idx('team1')).toBeLessThan(idx('writer'));
+    expect(nodes.find((n) => n.id === 'writer')?.parentId).toBe('team1');
+    expect(nodes.find((n) => n.id === 'team1')?.type).toBe('group');
+    const tools = edges.find((e) => e.id === 'e6')!;
+    expect([tools.sourceHandle, tools.targetHandle]).toEqual(['grant', 'tools']);
+    expect(edges.find((e) => e.id === 'e3')?.data?.caption).toBe('last.json.ok = true');
+    expect(edges.find((e) => e.id === 'e4')?.data?.caption).toBe('again — default');
+    expect(edges.find((e) => e.id === 'e2')?.data?.caption).toBe('last 2');
+    expect(s.links.get('writer')).toBe('1 tool');
+    expect(s.links.get('sum')).toBe('observes Writers');
+  });
+
+  it('an edit rebuilds only the touched node; others keep their identity', () => {
+    const s = make();
+    const before = s.getSnapshot().nodes;
+    s.setConfig({ node: 'writer' }, 'role', 'Edits');
+    const after = s.getSnapshot().nodes;
+    for (const n of after) {
+      const old = before.find((b) => b.id === n.id);
+      if (n.id === 'writer') expect(n).not.toBe(old);
+      else expect(n).toBe(old);
+    }
+  });
+
+  it('adds a node dropped into a team as a member with a relative position', () => {
+    const s = make(emptyFlow());
+    const team = s.addNode('team', { x: 100, y: 100 });
+    const agent = s.addNode('agent', { x: 150, y: 180 });
+    expect(s.readNode(agent)).toMatchObject({ parent: team, position: { x: 50, y: 80 } });
+    expect(s.readNode(team)?.size).toEqual({ width: 520, height: 320 });
+    expect([team, agent]).toEqual(['team1', 'agent1']);
+  });
+
+  it('drags a member out of its team and another one in, converting positions', () => {
+    const s = make(emptyFlow());
+    const team = s.addNode('team', { x: 100, y: 100 });
+    const a = s.addNode('agent', { x: 150, y: 180 });
+    // Out: to absolute (1000, 1000).
+    s.applyNodeChanges([{ type: 'position', id: a, position: { x: 900, y: 900 }, dragging: true }]);
+    s.commitDrag([a]);
+    expect(s.readNode(a)).toMatchObject({ position: { x: 1000, y: 1000 } });
+    expect(s.readNode(a)?.parent).toBeUndefined();
+    // In again.
+    s.applyNodeChanges([{ type: 'position', id: a, position: { x: 300, y: 200 }, dragging: true }]);
+    s.commitDrag([a]);
+    expect(s.readNode(a)).toMatchObject({ parent: team, position: { x: 200, y: 100 } });
+  });
+
+  it('connects by the shared rule and refuses with the reason', () => {
+    const s = make(emptyFlow());
+    const tool = s.addNode('tool', { x: 0, y: 300 });
+    const r = s.connect(tool, 'grant', 'start', null);
+    expect(r).toEqual({ reason: expect.stringContaining('incoming') });
+    const agent = s.addNode('agent', { x: 300, y: 300 });
+    expect(s.connect(tool, 'grant', agent, 'in')).toEqual({
+      reason: expect.stringContaining('takes handover/delegate'),
+    });
+    expect(s.connect(tool, 'grant', agent, 'tools')).toEqual({ id: 'e1' });
+    expect(s.readEdge('e1')).toEqual({ id: 'e1', kind: 'tools', source: tool, target: agent });
+    expect(s.connect('end', null, 'start', null)).toHaveProperty('reason');
+    expect(s.connect('start', 'out', 'end', 'in')).toEqual({ id: 'e2' });
+    expect(s.connect('start', 'out', 'end', 'in')).toEqual({
+      reason: expect.stringContaining('already joined'),
+    });
+  });
+
+  it('undo and redo restore the exact document, one action per step', () => {
+    const s = make(emptyFlow());
+    const t0 = s.serialize();
+    s.addNode('agent', { x: 300, y: 0 });
+    const t1 = s.serialize();
+    s.connect('start', 'out', 'agent1', 'in');
+    const t2 = s.serialize();
+    s.select({ nodes: ['end'] });
+    s.deleteSelection();
+    const t3 = s.serialize();
+    expect(new Set([t0, t1, t2, t3]).size).toBe(4);
+    s.undo();
+    expect(s.serialize()).toBe(t2);
+    s.undo();
+    expect(s.serialize()).toBe(t1);
+    s.undo();
+    expect(s.serialize()).toBe(t0);
+    s.redo();
+    s.redo();
+    s.redo();
+    expect(s.serialize()).toBe(t3);
+  });
+
+  it('duplicates a team with its members and inner edges under new ids', () => {
+    const s = make();
+    s.select({ nodes: ['team1'] });
+    const ids = s.duplicateSelection();
+    expect(ids).toEqual(['team2', 'agent1', 'decider1']);
+    const flow = s.toFlow();
+    const team2 = flow.nodes.find((n) => n.id === 'team2')!;
+    expect(team2.config.entry).toBe('agent1');
+    expect(team2.position).toEqual({ x: 240, y: 0 });
+    expect(flow.nodes.find((n) => n.id === 'agent1')).toMatchObject({
+      parent: 'team2',
+      position: { x: 20, y: 60 },
+    });
+    const inner = flow.edges.filter((e) => e.source === 'agent1' || e.source === 'decider1');
+    expect(inner.map((e) => `${e.source}>${e.target}`).sort()).toEqual([
+      'agent1>decider1',
+      'decider1>agent1',
+    ]);
+    const back = inner.find((e) => e.source === 'decider1')!;
+    expect(flow.nodes.find((n) => n.id === 'decider1')!.config.default).toBe(back.id);
+    expect(s.selection.nodes).toEqual(['team2']);
+  });
+
+  it('deleting a team deletes its members and their edges', () => {
+    const s = make();
+    s.select({ nodes: ['team1'] });
+    s.deleteSelection();
+    const f = s.toFlow();
+    expect(f.nodes.map((n) => n.id)).toEqual(['start', 'docs', 'sum', 'ask', 'end', 'n1']);
+    expect(f.edges.map((e) => e.id)).toEqual(['e5']);
+  });
+
+  it('marks nodes with validation problems and clears them when fixed', () => {
+    const s = make();
+    s.setConfig({ node: 'writer' }, 'model', 'nope');
+    s.validateNow();
+    expect(s.marks.get('writer')).toMatch(/^error\n.*model reference/);
+    expect(s.problems.errors[0]?.nodeId).toBe('writer');
+    s.setConfig({ node: 'writer' }, 'model', 'big');
+    s.validateNow();
+    expect(s.marks.get('writer')).toBe('');
+  });
+
+  it('a load and an export give the same bytes as serializeFlow', () => {
+    const s = make();
+    expect(s.serialize()).toBe(serializeFlow(richFlow()));
+  });
+});

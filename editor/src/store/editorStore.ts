@@ -1,0 +1,796 @@
+/**
+ * The editor's state without React: the flow lives in a Y.Doc; the React Flow nodes and edges
+ * are derived from it, rebuilt only for what a transaction touched (unchanged nodes keep their
+ * object identity, so React Flow and memoized node components skip them). Transient view state
+ * (selection, a drag in progress, measured sizes) stays outside the document until an action
+ * ends, then is written as one transaction.
+ */
+import type { KindRegistry, NodeKindDefinition } from '@switchboard/nodes';
+import { validate } from '@switchboard/nodes';
+import { type Flow, type FlowEdgeT, type FlowNodeT, type Problem, serializeFlow } from '@switchboard/schemas';
+import type { Edge, Node } from '@xyflow/react';
+import * as Y from 'yjs';
+import { edgeCaption } from '../model/captions.js';
+import { copyFragment, type FlowFragment, pasteFragment } from '../model/clipboard.js';
+import { defaultHandles, judgeConnection } from '../model/connect.js';
+import {
+  addNodes,
+  type NodePatch,
+  patchNodes,
+  readConfig,
+  removeElements,
+  setConfigValue,
+  setMeta,
+} from '../model/edits.js';
+import {
+  docToFlow,
+  LOCAL,
+  loadFlowIntoDoc,
+  orderedIds,
+  parts,
+  readEdge,
+  readNode,
+} from '../model/flowDoc.js';
+import { idPrefix, newId } from '../model/ids.js';
+import { KeyedStore } from './keyed.js';
+import { RunState } from './runState.js';
+
+export interface NodeData extends Record<string, unknown> {
+  kind: string;
+  label?: string;
+  config: Record<string, unknown>;
+}
+
+export interface EdgeData extends Record<string, unknown> {
+  kind: string;
+  caption: string;
+}
+
+export type SbNode = Node<NodeData>;
+export type SbEdge = Edge<EdgeData>;
+
+type XY = { x: number; y: number };
+type Size = { width: number; height: number };
+
+interface NodeUi {
+  position?: XY;
+  size?: Size;
+  measured?: Size;
+  dragging?: boolean;
+}
+
+/** Node changes the store understands (a subset of React Flow's `NodeChange`). */
+export type NodeChangeLike =
+  | { type: 'position'; id: string; position?: XY; dragging?: boolean }
+  | {
+      type: 'dimensions';
+      id: string;
+      dimensions?: Size;
+      setAttributes?: boolean | 'width' | 'height';
+      resizing?: boolean;
+    }
+  | { type: 'select'; id: string; selected: boolean }
+  | { type: string; id?: string };
+
+export type EdgeChangeLike =
+  | { type: 'select'; id: string; selected: boolean }
+  | { type: string; id?: string };
+
+export interface ProblemSet {
+  errors: Problem[];
+  warnings: Problem[];
+}
+
+/** Severity and messages of the problems on one node or edge, as one comparable string. */
+export type ProblemMark = string;
+
+const ROUND = (v: number) => Math.round(v);
+
+export interface EditorStoreOptions {
+  registry: KindRegistry;
+  /** Milliseconds of quiet after an edit before validation runs. Default 250. */
+  validateDelay?: number;
+  doc?: Y.Doc;
+}
+
+export class EditorStore {
+  readonly doc: Y.Doc;
+  readonly registry: KindRegistry;
+  readonly undoManager: Y.UndoManager;
+  readonly runState = new RunState();
+  /** Per node/edge id: `''`, or `error\n…messages` / `warning\n…messages`. */
+  readonly marks = new KeyedStore<ProblemMark>('');
+  /** Per node id: what edges say about it (`2 tools`, `observes writer`). */
+  readonly links = new KeyedStore<string>('');
+
+  private readonly p: ReturnType<typeof parts>;
+  private readonly nodeCache = new Map<string, { rf: SbNode; kind: string; parent?: string }>();
+  private readonly edgeCache = new Map<string, SbEdge>();
+  private readonly ui = new Map<string, NodeUi>();
+  private selectedNodes = new Set<string>();
+  private selectedEdges = new Set<string>();
+  private nodes: SbNode[] = [];
+  private edges: SbEdge[] = [];
+  private snapshot: { nodes: SbNode[]; edges: SbEdge[] } = { nodes: [], edges: [] };
+  private readonly listeners = new Set<() => void>();
+  private readonly docListeners = new Set<() => void>();
+  private problemSet: ProblemSet = { errors: [], warnings: [] };
+  private readonly problemListeners = new Set<() => void>();
+  private validateTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly validateDelay: number;
+  private clipboard: FlowFragment | undefined;
+  private version = 0;
+
+  constructor(opts: EditorStoreOptions) {
+    this.registry = opts.registry;
+    this.validateDelay = opts.validateDelay ?? 250;
+    this.doc = opts.doc ?? new Y.Doc();
+    this.p = parts(this.doc);
+    this.undoManager = new Y.UndoManager(
+      [this.p.meta, this.p.nodes, this.p.edges, this.p.nodeOrder, this.p.edgeOrder],
+      { trackedOrigins: new Set([LOCAL]), captureTimeout: 500 },
+    );
+    this.doc.on('afterTransaction', this.onTransaction);
+    this.rebuildAll();
+  }
+
+  dispose(): void {
+    this.doc.off('afterTransaction', this.onTransaction);
+    if (this.validateTimer) clearTimeout(this.validateTimer);
+    this.undoManager.destroy();
+  }
+
+  // ---- reading --------------------------------------------------------------------------
+
+  subscribe = (fn: () => void): (() => void) => {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  };
+
+  getSnapshot = (): { nodes: SbNode[]; edges: SbEdge[] } => this.snapshot;
+
+  /** Listens to document changes only (persistence, flow settings panel). */
+  onDocChange(fn: () => void): () => void {
+    this.docListeners.add(fn);
+    return () => this.docListeners.delete(fn);
+  }
+
+  /** Increases with every document change. */
+  get docVersion(): number {
+    return this.version;
+  }
+
+  toFlow(): Flow {
+    return docToFlow(this.doc);
+  }
+
+  serialize(): string {
+    return serializeFlow(this.toFlow());
+  }
+
+  meta(key: string): unknown {
+    return this.p.meta.get(key);
+  }
+
+  readNode(id: string): FlowNodeT | undefined {
+    const m = this.p.nodes.get(id);
+    return m ? readNode(id, m) : undefined;
+  }
+
+  readEdge(id: string): FlowEdgeT | undefined {
+    const m = this.p.edges.get(id);
+    return m ? readEdge(id, m) : undefined;
+  }
+
+  kindOf(id: string): NodeKindDefinition | undefined {
+    const k = this.p.nodes.get(id)?.get('kind');
+    return typeof k === 'string' ? this.registry.get(k) : undefined;
+  }
+
+  get selection(): { nodes: string[]; edges: string[] } {
+    return { nodes: [...this.selectedNodes], edges: [...this.selectedEdges] };
+  }
+
+  // ---- problems -------------------------------------------------------------------------
+
+  get problems(): ProblemSet {
+    return this.problemSet;
+  }
+
+  subscribeProblems = (fn: () => void): (() => void) => {
+    this.problemListeners.add(fn);
+    return () => this.problemListeners.delete(fn);
+  };
+
+  getProblems = (): ProblemSet => this.problemSet;
+
+  /** Runs the validator now (normally it runs a moment after the last edit). */
+  validateNow(): ProblemSet {
+    if (this.validateTimer) clearTimeout(this.validateTimer);
+    this.validateTimer = undefined;
+    const r = validate(this.toFlow());
+    this.setProblems({ errors: r.errors, warnings: r.warnings });
+    return this.problemSet;
+  }
+
+  /** Shows problems reported from elsewhere (the server refusing a save). */
+  setProblems(set: ProblemSet): void {
+    this.problemSet = set;
+    const marks = new Map<string, string[]>();
+    const add = (p: Problem, sev: string) => {
+      const id = p.nodeId ?? p.edgeId;
+      if (!id) return;
+      const list = marks.get(id) ?? [];
+      if (list.length === 0) list.push(sev);
+      list.push(p.message);
+      marks.set(id, list);
+    };
+    for (const p of set.errors) add(p, 'error');
+    for (const p of set.warnings) add(p, 'warning');
+    this.marks.replaceAll(new Map([...marks].map(([k, v]) => [k, v.join('\n')])));
+    for (const fn of this.problemListeners) fn();
+  }
+
+  private scheduleValidation(): void {
+    if (this.validateTimer) clearTimeout(this.validateTimer);
+    this.validateTimer = setTimeout(() => this.validateNow(), this.validateDelay);
+  }
+
+  // ---- document events ------------------------------------------------------------------
+
+  private onTransaction = (tr: Y.Transaction): void => {
+    const nodeIds = new Set<string>();
+    const edgeIds = new Set<string>();
+    let structure = false;
+    const { nodes, edges, meta, nodeOrder, edgeOrder } = this.p as unknown as Record<string, unknown>;
+    for (const [type] of tr.changed) {
+      if (type === nodeOrder || type === edgeOrder || type === meta) structure = true;
+    }
+    for (const [type, keys] of tr.changed) {
+      if (type === nodes) for (const k of keys) if (k) nodeIds.add(k);
+      if (type === edges) for (const k of keys) if (k) edgeIds.add(k);
+      // Nested change: find the node or edge map that holds it.
+      let t: Y.AbstractType<unknown> | null = type as Y.AbstractType<unknown>;
+      while (t?._item) {
+        const parent = t._item.parent as Y.AbstractType<unknown>;
+        if (parent === nodes && t._item.parentSub) nodeIds.add(t._item.parentSub);
+        if (parent === edges && t._item.parentSub) edgeIds.add(t._item.parentSub);
+        t = parent;
+      }
+    }
+    if (!structure && nodeIds.size === 0 && edgeIds.size === 0) return;
+    this.version++;
+    this.refresh(nodeIds, edgeIds);
+    for (const fn of this.docListeners) fn();
+    this.scheduleValidation();
+  };
+
+  private rebuildAll(): void {
+    this.refresh(new Set(this.p.nodes.keys()), new Set(this.p.edges.keys()));
+  }
+
+  private deriveNode(id: string): SbNode | undefined {
+    const m = this.p.nodes.get(id);
+    if (!m) return undefined;
+    const kind = String(m.get('kind') ?? '');
+    const def = this.registry.get(kind);
+    const ui = this.ui.get(id);
+    const docPos = m.get('position') as XY | undefined;
+    const position = ui?.position ?? docPos ?? { x: 0, y: 0 };
+    const size =
+      ui?.size ?? (m.get('size') as Size | undefined) ?? (def?.display.group ? def.display.size : undefined);
+    const label = m.get('label');
+    const data: NodeData = { kind, config: readConfig(m) };
+    if (typeof label === 'string') data.label = label;
+    const rf: SbNode = { id, type: def?.display.group ? 'group' : 'kind', position, data };
+    if (size) {
+      rf.width = size.width;
+      rf.height = size.height;
+    }
+    if (ui?.measured) rf.measured = ui.measured;
+    if (ui?.dragging) rf.dragging = true;
+    if (this.selectedNodes.has(id)) rf.selected = true;
+    return rf;
+  }
+
+  /** A parent React Flow can use: it exists, is a group, and does not lead into a cycle. */
+  private validParent(id: string): string | undefined {
+    const parent = this.p.nodes.get(id)?.get('parent');
+    if (typeof parent !== 'string' || !this.p.nodes.has(parent)) return undefined;
+    const seen = new Set([id]);
+    let cur: string | undefined = parent;
+    while (cur !== undefined) {
+      if (seen.has(cur)) return undefined;
+      seen.add(cur);
+      const next: unknown = this.p.nodes.get(cur)?.get('parent');
+      cur = typeof next === 'string' && this.p.nodes.has(next) ? next : undefined;
+    }
+    return parent;
+  }
+
+  private deriveEdge(id: string): SbEdge | undefined {
+    const m = this.p.edges.get(id);
+    if (!m) return undefined;
+    const e = readEdge(id, m);
+    const s = this.p.nodes.get(e.source);
+    const t = this.p.nodes.get(e.target);
+    if (!s || !t) return undefined; // dangling: listed as a problem, not drawn
+    const sDef = this.registry.get(String(s.get('kind')));
+    const tDef = this.registry.get(String(t.get('kind')));
+    const dflt = defaultHandles(e.kind, sDef, tDef);
+    const has = (def: NodeKindDefinition | undefined, h: string | undefined, type: string) =>
+      !!h && !!def?.ports.some((p) => p.id === h && p.type === type);
+    const sourceHandle = has(sDef, e.sourceHandle, 'source') ? e.sourceHandle : dflt.sourceHandle;
+    const targetHandle = has(tDef, e.targetHandle, 'target') ? e.targetHandle : dflt.targetHandle;
+    if (!sourceHandle || !targetHandle) return undefined; // kinds without such ports: a validator error
+    const caption = edgeCaption(e, sDef?.role, readConfig(s));
+    const rf: SbEdge = {
+      id,
+      source: e.source,
+      target: e.target,
+      sourceHandle,
+      targetHandle,
+      type: e.kind,
+      data: { kind: e.kind, caption },
+    };
+    if (this.selectedEdges.has(id)) rf.selected = true;
+    return rf;
+  }
+
+  /** Rebuilds the React Flow objects of the given ids and reassembles the arrays. */
+  private refresh(nodeIds: Set<string>, edgeIds: Set<string>, uiOnly = false): void {
+    let structural = false;
+    for (const id of nodeIds) {
+      const prev = this.nodeCache.get(id);
+      const rf = this.deriveNode(id);
+      if (!rf) {
+        this.nodeCache.delete(id);
+        this.ui.delete(id);
+        this.selectedNodes.delete(id);
+        structural = true;
+        continue;
+      }
+      const parent = this.validParent(id);
+      if (parent) rf.parentId = parent;
+      if (!prev || prev.parent !== parent || prev.kind !== rf.data.kind) structural = true;
+      this.nodeCache.set(id, { rf, kind: rf.data.kind, parent });
+    }
+    if (structural && !uiOnly) {
+      // A node that appeared, vanished or moved between teams can make other parents (in)valid.
+      for (const [id, entry] of this.nodeCache) {
+        const parent = this.validParent(id);
+        if (parent !== entry.parent) {
+          const rf = { ...entry.rf };
+          if (parent) rf.parentId = parent;
+          else delete rf.parentId;
+          this.nodeCache.set(id, { ...entry, rf, parent });
+        }
+      }
+    }
+    if (!uiOnly) {
+      // Edges whose ends changed may need new handles or captions (a decider's rules).
+      const touched = new Set(edgeIds);
+      if (nodeIds.size > 0)
+        for (const [id, m] of this.p.edges.entries())
+          if (nodeIds.has(m.get('source') as string) || nodeIds.has(m.get('target') as string))
+            touched.add(id);
+      for (const id of touched) {
+        const rf = this.deriveEdge(id);
+        if (rf) this.edgeCache.set(id, rf);
+        else {
+          this.edgeCache.delete(id);
+          this.selectedEdges.delete(id);
+        }
+      }
+      // Order React Flow needs: a parent before its children; otherwise document order.
+      const order = orderedIds(this.p.nodes, this.p.nodeOrder);
+      const placed = new Set<string>();
+      const out: SbNode[] = [];
+      const place = (id: string) => {
+        if (placed.has(id)) return;
+        placed.add(id);
+        const entry = this.nodeCache.get(id);
+        if (!entry) return;
+        if (entry.parent) place(entry.parent);
+        out.push(entry.rf);
+      };
+      for (const id of order) place(id);
+      this.nodes = out;
+      this.edges = orderedIds(this.p.edges, this.p.edgeOrder)
+        .map((id) => this.edgeCache.get(id))
+        .filter((e): e is SbEdge => !!e);
+      if (edgeIds.size > 0 || structural) this.recomputeLinks();
+    } else {
+      this.nodes = this.nodes.map((n) => this.nodeCache.get(n.id)?.rf ?? n);
+    }
+    this.snapshot = { nodes: this.nodes, edges: this.edges };
+    for (const fn of this.listeners) fn();
+  }
+
+  private refreshUi(nodeIds: Iterable<string>, edgeIds: Iterable<string> = []): void {
+    let edgesChanged = false;
+    for (const id of edgeIds) {
+      const rf = this.deriveEdge(id);
+      if (rf) this.edgeCache.set(id, rf);
+      edgesChanged = true;
+    }
+    if (edgesChanged) this.edges = this.edges.map((e) => this.edgeCache.get(e.id) ?? e);
+    this.refresh(new Set(nodeIds), new Set(), true);
+  }
+
+  private recomputeLinks(): void {
+    const tools = new Map<string, number>();
+    const observes = new Map<string, string[]>();
+    for (const [, m] of this.p.edges.entries()) {
+      const kind = m.get('kind');
+      const s = m.get('source') as string;
+      const t = m.get('target') as string;
+      if (kind === 'tools') tools.set(t, (tools.get(t) ?? 0) + 1);
+      if (kind === 'observe') observes.set(s, [...(observes.get(s) ?? []), this.displayName(t)]);
+    }
+    const out = new Map<string, string>();
+    for (const [id, n] of tools) out.set(id, `${n} tool${n === 1 ? '' : 's'}`);
+    for (const [id, list] of observes) out.set(id, `observes ${list.join(', ')}`);
+    this.links.replaceAll(out);
+  }
+
+  /** The label a person knows a node by: its label, its config name, or its id. */
+  displayName(id: string): string {
+    const m = this.p.nodes.get(id);
+    const label = m?.get('label');
+    if (typeof label === 'string' && label) return label;
+    const cfg = m?.get('config');
+    const name = cfg instanceof Y.Map ? cfg.get('name') : undefined;
+    return typeof name === 'string' && name ? name : id;
+  }
+
+  // ---- React Flow change handlers ---------------------------------------------------------
+
+  applyNodeChanges = (changes: NodeChangeLike[]): void => {
+    const touched = new Set<string>();
+    for (const c of changes) {
+      if (!c.id) continue;
+      if (c.type === 'position' && 'position' in c) {
+        const ui = this.uiOf(c.id);
+        if (c.position) ui.position = c.position;
+        ui.dragging = !!c.dragging;
+        touched.add(c.id);
+      } else if (c.type === 'dimensions' && 'dimensions' in c && c.dimensions) {
+        const ui = this.uiOf(c.id);
+        if (c.setAttributes) ui.size = c.dimensions;
+        else ui.measured = c.dimensions;
+        touched.add(c.id);
+      } else if (c.type === 'select' && 'selected' in c) {
+        if (c.selected) this.selectedNodes.add(c.id);
+        else this.selectedNodes.delete(c.id);
+        touched.add(c.id);
+      }
+    }
+    if (touched.size) this.refreshUi(touched);
+  };
+
+  applyEdgeChanges = (changes: EdgeChangeLike[]): void => {
+    const touched: string[] = [];
+    for (const c of changes)
+      if (c.type === 'select' && c.id && 'selected' in c) {
+        if (c.selected) this.selectedEdges.add(c.id);
+        else this.selectedEdges.delete(c.id);
+        touched.push(c.id);
+      }
+    if (touched.length) this.refreshUi([], touched);
+  };
+
+  private uiOf(id: string): NodeUi {
+    let ui = this.ui.get(id);
+    if (!ui) {
+      ui = {};
+      this.ui.set(id, ui);
+    }
+    return ui;
+  }
+
+  /** Replaces the selection (problem list clicks, select all, after paste). */
+  select(sel: { nodes?: string[]; edges?: string[] }): void {
+    const touchedN = new Set([...this.selectedNodes, ...(sel.nodes ?? [])]);
+    const touchedE = new Set([...this.selectedEdges, ...(sel.edges ?? [])]);
+    this.selectedNodes = new Set((sel.nodes ?? []).filter((id) => this.p.nodes.has(id)));
+    this.selectedEdges = new Set((sel.edges ?? []).filter((id) => this.p.edges.has(id)));
+    this.refreshUi(touchedN, touchedE);
+  }
+
+  // ---- geometry -------------------------------------------------------------------------
+
+  private sizeOf(id: string): Size {
+    const ui = this.ui.get(id);
+    const m = this.p.nodes.get(id);
+    const def = this.kindOf(id);
+    return (
+      ui?.size ??
+      (m?.get('size') as Size | undefined) ??
+      ui?.measured ??
+      def?.display.size ?? { width: 180, height: 60 }
+    );
+  }
+
+  private positionOf(id: string): XY {
+    return (
+      this.ui.get(id)?.position ?? (this.p.nodes.get(id)?.get('position') as XY | undefined) ?? { x: 0, y: 0 }
+    );
+  }
+
+  /** Absolute canvas position of a node (positions of members are relative to their team). */
+  absolutePosition(id: string): XY {
+    let { x, y } = this.positionOf(id);
+    let parent = this.nodeCache.get(id)?.parent;
+    let guard = 0;
+    while (parent && guard++ < 100) {
+      const p = this.positionOf(parent);
+      x += p.x;
+      y += p.y;
+      parent = this.nodeCache.get(parent)?.parent;
+    }
+    return { x, y };
+  }
+
+  /** The innermost team whose box holds `point`, leaving out `exclude` and its members. */
+  teamAt(point: XY, exclude: Set<string> = new Set()): string | undefined {
+    const banned = exclude.size ? this.descendants(exclude) : exclude;
+    let best: { id: string; depth: number; index: number } | undefined;
+    this.nodes.forEach((n, index) => {
+      if (n.type !== 'group' || banned.has(n.id)) return;
+      const a = this.absolutePosition(n.id);
+      const s = this.sizeOf(n.id);
+      if (point.x < a.x || point.y < a.y || point.x > a.x + s.width || point.y > a.y + s.height) return;
+      let depth = 0;
+      for (let p = this.nodeCache.get(n.id)?.parent; p && depth < 100; p = this.nodeCache.get(p)?.parent)
+        depth++;
+      if (!best || depth > best.depth || (depth === best.depth && index > best.index))
+        best = { id: n.id, depth, index };
+    });
+    return best?.id;
+  }
+
+  private descendants(ids: Set<string>): Set<string> {
+    const out = new Set(ids);
+    let grew = true;
+    while (grew) {
+      grew = false;
+      for (const [id, e] of this.nodeCache)
+        if (e.parent && out.has(e.parent) && !out.has(id)) {
+          out.add(id);
+          grew = true;
+        }
+    }
+    return out;
+  }
+
+  // ---- edits ----------------------------------------------------------------------------
+
+  /** Runs one discrete user action as its own undo step. */
+  private step(fn: () => void): void {
+    this.undoManager.stopCapturing();
+    fn();
+    this.undoManager.stopCapturing();
+  }
+
+  private takenIds(): Set<string> {
+    return new Set([...this.p.nodes.keys(), ...this.p.edges.keys()]);
+  }
+
+  /**
+   * Adds a node of `kind` at an absolute canvas point; dropped inside a team it becomes a member
+   * (its position is then relative to the team). Returns the new id.
+   */
+  addNode(kind: string, at: XY): string {
+    const def = this.registry.require(kind);
+    const id = newId(idPrefix(kind), this.takenIds());
+    const parent = this.teamAt(at);
+    const origin = parent ? this.absolutePosition(parent) : { x: 0, y: 0 };
+    const node: FlowNodeT = {
+      id,
+      kind,
+      position: { x: ROUND(at.x - origin.x), y: ROUND(at.y - origin.y) },
+      config: def.defaults() as Record<string, unknown>,
+    };
+    if (parent) node.parent = parent;
+    if (def.display.size) node.size = { ...def.display.size };
+    this.step(() => addNodes(this.doc, [node]));
+    this.select({ nodes: [id] });
+    return id;
+  }
+
+  /**
+   * Ends a drag: writes the final positions, and moves each dragged node into the team under
+   * its centre or out of the team it left (positions converted between relative and absolute).
+   */
+  commitDrag(ids: string[]): void {
+    const dragged = new Set(ids.filter((id) => this.p.nodes.has(id)));
+    const patches: Record<string, NodePatch> = {};
+    for (const id of dragged) {
+      const current = this.nodeCache.get(id)?.parent;
+      if (current && dragged.has(current)) {
+        // Moves along with its team; its relative position is unchanged.
+        const pos = this.positionOf(id);
+        patches[id] = { position: { x: ROUND(pos.x), y: ROUND(pos.y) } };
+        continue;
+      }
+      const abs = this.absolutePosition(id);
+      const size = this.sizeOf(id);
+      const centre = { x: abs.x + size.width / 2, y: abs.y + size.height / 2 };
+      const team = this.teamAt(centre, new Set([id]));
+      if (team !== current) {
+        const origin = team ? this.absolutePosition(team) : { x: 0, y: 0 };
+        patches[id] = {
+          parent: team ?? null,
+          position: { x: ROUND(abs.x - origin.x), y: ROUND(abs.y - origin.y) },
+        };
+      } else {
+        const pos = this.positionOf(id);
+        patches[id] = { position: { x: ROUND(pos.x), y: ROUND(pos.y) } };
+      }
+    }
+    for (const id of dragged) {
+      const ui = this.ui.get(id);
+      if (ui) {
+        delete ui.position;
+        ui.dragging = false;
+      }
+    }
+    const changed = Object.entries(patches).some(([id, patch]) => {
+      const m = this.p.nodes.get(id)!;
+      const pos = m.get('position') as XY | undefined;
+      return patch.parent !== undefined || !pos || pos.x !== patch.position!.x || pos.y !== patch.position!.y;
+    });
+    if (changed) this.step(() => patchNodes(this.doc, patches));
+    else this.refreshUi(dragged);
+  }
+
+  /** Ends a resize of a team: its box (position may move when resized from the top or left). */
+  commitResize(id: string, box: { x: number; y: number; width: number; height: number }): void {
+    const ui = this.ui.get(id);
+    if (ui) {
+      delete ui.size;
+      delete ui.position;
+    }
+    this.step(() =>
+      patchNodes(this.doc, {
+        [id]: {
+          position: { x: ROUND(box.x), y: ROUND(box.y) },
+          size: { width: ROUND(box.width), height: ROUND(box.height) },
+        },
+      }),
+    );
+  }
+
+  /** Judges a connection between two handles (used while dragging and on drop). */
+  judge(
+    source: string,
+    sourceHandle: string | null | undefined,
+    target: string,
+    targetHandle: string | null | undefined,
+  ) {
+    const sk = String(this.p.nodes.get(source)?.get('kind') ?? '');
+    const tk = String(this.p.nodes.get(target)?.get('kind') ?? '');
+    const existing = [...this.p.edges.values()].map((m) => ({
+      kind: String(m.get('kind')),
+      source: String(m.get('source')),
+      target: String(m.get('target')),
+    }));
+    return judgeConnection(
+      this.registry,
+      { id: source, kind: sk, handle: sourceHandle },
+      { id: target, kind: tk, handle: targetHandle },
+      existing,
+    );
+  }
+
+  /** Creates the edge a connection implies; returns its id, or the refusal reason. */
+  connect(
+    source: string,
+    sourceHandle: string | null | undefined,
+    target: string,
+    targetHandle: string | null | undefined,
+  ): { id: string } | { reason: string } {
+    const v = this.judge(source, sourceHandle, target, targetHandle);
+    if (!v.ok) return { reason: v.reason };
+    const id = newId('e', this.takenIds());
+    const edge: FlowEdgeT = { id, kind: v.kind, source, target };
+    // Handles are implied by the edge kind; they are written only when they differ from that.
+    const dflt = defaultHandles(v.kind, this.kindOf(source), this.kindOf(target));
+    if (v.sourcePort.id !== dflt.sourceHandle) edge.sourceHandle = v.sourcePort.id;
+    if (v.targetPort.id !== dflt.targetHandle) edge.targetHandle = v.targetPort.id;
+    this.step(() => addNodes(this.doc, [], [edge]));
+    return { id };
+  }
+
+  deleteSelection(): void {
+    const { nodes, edges } = this.selection;
+    if (!nodes.length && !edges.length) return;
+    this.step(() => removeElements(this.doc, nodes, edges));
+  }
+
+  copySelection(): FlowFragment | undefined {
+    const { nodes } = this.selection;
+    if (!nodes.length) return undefined;
+    this.clipboard = copyFragment(this.toFlow(), nodes);
+    return this.clipboard;
+  }
+
+  /** Pastes a fragment (ours or one read from the system clipboard); selects what was pasted. */
+  paste(fragment: FlowFragment | undefined = this.clipboard, offset = { x: 40, y: 40 }): string[] {
+    if (!fragment || fragment.nodes.length === 0) return [];
+    const out = pasteFragment(
+      fragment,
+      { nodeIds: new Set(this.p.nodes.keys()), edgeIds: new Set(this.p.edges.keys()) },
+      this.registry,
+      offset,
+    );
+    this.step(() => addNodes(this.doc, out.nodes, out.edges));
+    this.select({
+      nodes: out.nodes.filter((n) => !n.parent || !out.nodes.some((m) => m.id === n.parent)).map((n) => n.id),
+    });
+    return out.nodes.map((n) => n.id);
+  }
+
+  duplicateSelection(): string[] {
+    const frag = this.copySelection();
+    return frag ? this.paste(frag) : [];
+  }
+
+  /** Sets one config field. Typing merges into one undo step; other changes stand alone. */
+  setConfig(target: { node: string } | { edge: string }, key: string, value: unknown, typing = false): void {
+    if (typing) setConfigValue(this.doc, target, key, value);
+    else this.step(() => setConfigValue(this.doc, target, key, value));
+  }
+
+  setNodeLabel(id: string, label: string, typing = false): void {
+    const fn = () => patchNodes(this.doc, { [id]: { label: label === '' ? null : label } });
+    if (typing) fn();
+    else this.step(fn);
+  }
+
+  setEdgeLabel(id: string, label: string): void {
+    const m = this.p.edges.get(id);
+    if (!m) return;
+    this.doc.transact(() => {
+      if (label === '') m.delete('label');
+      else m.set('label', label);
+    }, LOCAL);
+  }
+
+  setMeta(key: string, value: unknown, typing = false): void {
+    if (typing) setMeta(this.doc, key, value);
+    else this.step(() => setMeta(this.doc, key, value));
+  }
+
+  /** Writes positions (and team sizes) computed by auto-layout, as one undo step. */
+  applyLayout(boxes: Map<string, { x: number; y: number; width?: number; height?: number }>): void {
+    const patches: Record<string, NodePatch> = {};
+    for (const [id, b] of boxes) {
+      if (!this.p.nodes.has(id)) continue;
+      const patch: NodePatch = { position: { x: ROUND(b.x), y: ROUND(b.y) } };
+      if (b.width !== undefined && b.height !== undefined && this.kindOf(id)?.display.group)
+        patch.size = { width: ROUND(b.width), height: ROUND(b.height) };
+      patches[id] = patch;
+    }
+    this.step(() => patchNodes(this.doc, patches));
+  }
+
+  /** Replaces the document (import, template, restore); starts a fresh undo history. */
+  load(flow: unknown): void {
+    this.ui.clear();
+    this.selectedNodes.clear();
+    this.selectedEdges.clear();
+    loadFlowIntoDoc(this.doc, flow);
+    this.undoManager.clear();
+    this.validateNow();
+  }
+
+  undo(): void {
+    this.undoManager.undo();
+  }
+
+  redo(): void {
+    this.undoManager.redo();
+  }
+}
