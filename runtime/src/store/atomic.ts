@@ -1,0 +1,92 @@
+/**
+ * Atomic, durable file replacement: write a temp file in the same directory, fsync it, rename
+ * it over the target, fsync the directory. A crash at any point leaves either the old or the
+ * new file under the target name, never an empty or partial one (lowdb's own writer renames
+ * without fsync, so a power loss could leave a zero-length file).
+ */
+import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+/** Crash-injection points for tests: `SWITCHBOARD_CRASH_AT=atomic:<stage>` SIGKILLs the process there. */
+function crashPoint(stage: string): void {
+  if (process.env.SWITCHBOARD_CRASH_AT === `atomic:${stage}`) process.kill(process.pid, 'SIGKILL');
+}
+
+let counter = 0;
+function tempName(file: string): string {
+  counter = (counter + 1) % 1_000_000;
+  return join(dirname(file), `.${basename(file)}.${process.pid}.${counter}.tmp`);
+}
+
+/** fsyncs a directory so that a rename in it survives a power loss (no-op where unsupported). */
+export async function fsyncDir(dir: string): Promise<void> {
+  let fh: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    fh = await open(dir, 'r');
+    await fh.sync();
+  } catch (e) {
+    // Some filesystems refuse fsync on a directory (EINVAL/EISDIR/EPERM); the rename is still atomic.
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM' && code !== 'EBADF') throw e;
+  } finally {
+    await fh?.close();
+  }
+}
+
+export function fsyncDirSync(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM' && code !== 'EBADF') throw e;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Replaces `file` with `data` atomically and durably. */
+export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
+  const tmp = tempName(file);
+  const fh = await open(tmp, 'wx', 0o600);
+  try {
+    await fh.writeFile(data);
+    crashPoint('written');
+    await fh.sync();
+    crashPoint('synced');
+  } catch (e) {
+    await fh.close();
+    await unlink(tmp).catch(() => {});
+    throw e;
+  }
+  await fh.close();
+  try {
+    await rename(tmp, file);
+  } catch (e) {
+    await unlink(tmp).catch(() => {});
+    throw e;
+  }
+  crashPoint('renamed');
+  await fsyncDir(dirname(file));
+}
+
+/** Synchronous twin of {@link writeFileAtomic}, for shutdown paths. */
+export function writeFileAtomicSync(file: string, data: string | Uint8Array): void {
+  const tmp = tempName(file);
+  const fd = openSync(tmp, 'wx', 0o600);
+  try {
+    writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
+    fsyncSync(fd);
+  } catch (e) {
+    closeSync(fd);
+    try {
+      unlinkSync(tmp);
+    } catch {}
+    throw e;
+  }
+  closeSync(fd);
+  renameSync(tmp, file);
+  fsyncDirSync(dirname(file));
+}

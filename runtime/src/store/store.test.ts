@@ -1,0 +1,253 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { RunEvent } from '@switchboard/schemas';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { writeFileAtomic } from './atomic.js';
+import { Catalog, emptyCatalog } from './catalog.js';
+import { StoreError, StoreLockedError } from './errors.js';
+import { EventLog, scanEventLog } from './event-log.js';
+import { Store } from './store.js';
+import { ToolJournal } from './tool-journal.js';
+
+const FIX = fileURLToPath(new URL('./__fixtures__/', import.meta.url));
+const RUNTIME = fileURLToPath(new URL('../../', import.meta.url));
+
+function child(script: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  return spawn(process.execPath, ['--conditions=source', '--import', 'tsx', join(FIX, script), ...args], {
+    cwd: RUNTIME,
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+}
+
+function exited(
+  p: ChildProcess,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
+  let out = '';
+  p.stdout!.on('data', (d) => {
+    out += d;
+  });
+  return new Promise((res) => p.on('close', (code, signal) => res({ code, signal, out })));
+}
+
+function firstLine(p: ChildProcess): Promise<string> {
+  return new Promise((res, rej) => {
+    let buf = '';
+    p.stdout!.on('data', (d) => {
+      buf += d;
+      const i = buf.indexOf('\n');
+      if (i !== -1) res(buf.slice(0, i));
+    });
+    p.on('error', rej);
+  });
+}
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'sb-store-'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const ev = (runId: string, seq: number, type = 'log'): RunEvent =>
+  ({ runId, seq, ts: 1, type, level: 'info', text: `e${seq}` }) as RunEvent;
+
+describe('atomic writes', () => {
+  it('a crash after write, after fsync or after rename leaves the old or the new file, never a partial one', async () => {
+    const file = join(dir, 'catalog.json');
+    const oldText = JSON.stringify({ v: 'old', pad: 'x'.repeat(50_000) });
+    const newText = JSON.stringify({ v: 'new', pad: 'y'.repeat(80_000) });
+    for (const stage of ['written', 'synced', 'renamed']) {
+      writeFileSync(file, oldText);
+      const r = await exited(
+        child('atomic-child.ts', [file, newText], { SWITCHBOARD_CRASH_AT: `atomic:${stage}` }),
+      );
+      expect(r.signal).toBe('SIGKILL');
+      const text = readFileSync(file, 'utf8');
+      expect([oldText, newText]).toContain(text);
+      expect(JSON.parse(text).v).toBe(stage === 'renamed' ? 'new' : 'old');
+    }
+    // The temp files a crash leaves are cleaned when the catalog opens.
+    expect(readdirSync(dir).some((n) => n.endsWith('.tmp'))).toBe(true);
+    writeFileSync(file, JSON.stringify(emptyCatalog()));
+    await Catalog.open(file);
+    expect(readdirSync(dir).filter((n) => n.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('replaces the file in place when nothing crashes', async () => {
+    const file = join(dir, 'a.json');
+    await writeFileAtomic(file, '1');
+    await writeFileAtomic(file, '2');
+    expect(readFileSync(file, 'utf8')).toBe('2');
+    expect(readdirSync(dir)).toEqual(['a.json']);
+  });
+});
+
+describe('the data directory lock', () => {
+  it('refuses a second process with "locked by pid N" and lets it in once the first has gone', async () => {
+    const first = child('lock-child.ts', [dir]);
+    expect(await firstLine(first)).toBe('opened ');
+    const second = await exited(child('lock-child.ts', [dir]));
+    expect(second.code).toBe(1);
+    expect(second.out).toContain(`locked by pid ${first.pid}`);
+    // In-process too.
+    await expect(Store.open(dir)).rejects.toBeInstanceOf(StoreLockedError);
+    first.stdin!.end();
+    expect((await exited(first)).code).toBe(0);
+    const store = await Store.open(dir);
+    await store.close();
+  });
+
+  it('takes over the stale lock of a killed process', async () => {
+    const first = child('lock-child.ts', [dir]);
+    expect(await firstLine(first)).toBe('opened ');
+    const pid = first.pid!;
+    first.kill('SIGKILL');
+    await exited(first);
+    expect(readFileSync(join(dir, 'lock'), 'utf8').trim()).toBe(String(pid));
+    const store = await Store.open(dir);
+    expect(store.tookOverFrom).toBe(pid);
+    expect(readFileSync(join(dir, 'lock'), 'utf8').trim()).toBe(String(process.pid));
+    await store.close();
+    expect(() => statSync(join(dir, 'lock'))).toThrow();
+  });
+});
+
+describe('damaged store files are reported, never replaced', () => {
+  const good = JSON.stringify({
+    ...emptyCatalog(),
+    flows: { f: { flow: { id: 'f' }, rev: 1, createdAt: '', updatedAt: '' } },
+  });
+  const cases: Array<[string, string | Buffer, string]> = [
+    ['zero-length', '', 'empty-file'],
+    ['BOM-prefixed', `\uFEFF${good}`, 'bom'],
+    ['non-JSON', 'hello, world', 'not-json'],
+    ['truncated', good.slice(0, good.length - 7), 'not-json'],
+    ['torn (zeros)', Buffer.concat([Buffer.from(good.slice(0, 40)), Buffer.alloc(64)]), 'not-json'],
+    ['wrong schema (array)', '[1,2,3]', 'wrong-schema'],
+    ['wrong schema (other format)', JSON.stringify({ format: 'x', version: 1 }), 'wrong-schema'],
+    [
+      'wrong schema (run record)',
+      JSON.stringify({ ...emptyCatalog(), runs: { r: { id: 'r' } } }),
+      'wrong-schema',
+    ],
+  ];
+  for (const [name, content, code] of cases) {
+    it(`a ${name} catalog stops the store with ${code} and stays byte-identical`, async () => {
+      const file = join(dir, 'catalog.json');
+      writeFileSync(file, content);
+      const before = readFileSync(file);
+      const err = await Store.open(dir).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreError);
+      expect((err as StoreError).code).toBe(code);
+      expect((err as StoreError).message).toContain(file);
+      expect(readFileSync(file).equals(before)).toBe(true);
+      // The lock was released so the operator can retry after repairing.
+      expect(() => statSync(join(dir, 'lock'))).toThrow();
+    });
+  }
+
+  it('a damaged checkpoint or run spec is reported with its path', async () => {
+    const store = await Store.open(dir);
+    const runDir = store.runDir('r1');
+    store.openLog('r1');
+    for (const [content, code] of [
+      ['', 'empty-file'],
+      ['{"version":1,"runId":"r1","flowId":"f","se', 'not-json'],
+      ['{"version":1,"runId":"other","flowId":"f","seq":1,"data":{}}', 'wrong-schema'],
+      ['\uFEFF{}', 'bom'],
+    ] as const) {
+      writeFileSync(join(runDir, 'checkpoint.json'), content);
+      const err = await store.readCheckpoint('r1').catch((e: unknown) => e);
+      expect((err as StoreError).code).toBe(code);
+      writeFileSync(join(runDir, 'run.json'), content);
+      expect(((await store.readSpec('r1').catch((e: unknown) => e)) as StoreError).code).toBe(code);
+    }
+    await store.close();
+  });
+});
+
+describe('event logs', () => {
+  it('appends in seq order, reopens, and cuts a torn tail record', async () => {
+    const file = join(dir, 'events.jsonl');
+    const { log } = EventLog.open(file, 'r');
+    for (let i = 1; i <= 5; i++) log.append(ev('r', i));
+    await log.close();
+    writeFileSync(file, `${readFileSync(file, 'utf8')}{"runId":"r","seq":6,"ty`);
+    const reopened = EventLog.open(file, 'r');
+    expect(reopened.torn?.reason).toMatch(/torn/);
+    expect(reopened.log.lastSeq).toBe(5);
+    reopened.log.append(ev('r', 6));
+    await reopened.log.close();
+    expect(scanEventLog(file, 'r').events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(scanEventLog(file, 'r').torn).toBeUndefined();
+  });
+
+  it('treats a non-JSON last line as torn but a bad record before the tail as corruption', () => {
+    const file = join(dir, 'events.jsonl');
+    const lines = [1, 2, 3].map((s) => JSON.stringify(ev('r', s)));
+    writeFileSync(file, `${lines.join('\n')}\n\0\0\0\0\n`);
+    expect(scanEventLog(file, 'r').torn).toBeDefined();
+    writeFileSync(file, `${lines[0]}\ngarbage\n${lines[2]}\n`);
+    expect(() => scanEventLog(file, 'r')).toThrow(/line 2/);
+    writeFileSync(file, `${lines[0]}\n${lines[2]}\n`);
+    expect(() => scanEventLog(file, 'r')).toThrow(/seq 3 where 2 was expected/);
+    writeFileSync(file, `\uFEFF${lines[0]}\n`);
+    expect(() => scanEventLog(file, 'r')).toThrow(StoreError);
+    writeFileSync(file, `${JSON.stringify(ev('other', 1))}\n${lines[1]}\n`);
+    expect(() => scanEventLog(file, 'r')).toThrow(/belongs to run other/);
+  });
+
+  it('reaches the file before control returns to the event loop, in one write per burst', async () => {
+    const file = join(dir, 'events.jsonl');
+    const { log } = EventLog.open(file, 'r');
+    const batches: number[] = [];
+    log.onFlushed = (b) => batches.push(b.length);
+    for (let i = 1; i <= 10; i++) log.append(ev('r', i));
+    expect(readFileSync(file, 'utf8')).toBe('');
+    await new Promise((r) => setImmediate(r));
+    expect(readFileSync(file, 'utf8').split('\n').length).toBe(11);
+    expect(batches).toEqual([10]);
+    expect(log.after(7).map((e) => e.seq)).toEqual([8, 9, 10]);
+    expect(log.after(0, 2).map((e) => e.seq)).toEqual([1, 2]);
+    await log.close();
+  });
+});
+
+describe('catalog', () => {
+  it('coalesces concurrent saves and keeps the last data', async () => {
+    const c = await Catalog.open(join(dir, 'catalog.json'));
+    const saves: Promise<void>[] = [];
+    for (let i = 0; i < 20; i++) {
+      c.data.settings.n = i;
+      saves.push(c.save());
+    }
+    await Promise.all(saves);
+    expect(JSON.parse(readFileSync(join(dir, 'catalog.json'), 'utf8')).settings.n).toBe(19);
+  });
+});
+
+describe('tool journal', () => {
+  it('records intents and results and survives a torn tail', async () => {
+    const file = join(dir, 'tools.jsonl');
+    const j = ToolJournal.open(file);
+    const a = await j.intent('count', 'h1', 0);
+    await j.done(a.n, { content: 'ok', isError: false });
+    await j.intent('count', 'h2', 3);
+    j.close();
+    writeFileSync(file, `${readFileSync(file, 'utf8')}{"k":"done","n":2,"res`);
+    const j2 = ToolJournal.open(file);
+    expect(j2.calls.map((c) => [c.intent.n, c.done?.result.content])).toEqual([
+      [1, 'ok'],
+      [2, undefined],
+    ]);
+    const b = await j2.intent('count', 'h3', 3);
+    expect(b.n).toBe(3);
+    j2.close();
+    expect(ToolJournal.open(file).calls.length).toBe(3);
+  });
+});

@@ -1,0 +1,129 @@
+/**
+ * The data directory: lock, catalog, and one folder per run (spec, event log, checkpoint,
+ * tool journal). One `Store` per process per directory.
+ *
+ *   DIR/lock                  pid of the owner
+ *   DIR/catalog.json          lowdb catalog (flows, run index, settings)
+ *   DIR/runs/<id>/run.json    what was started (flow, input)
+ *   DIR/runs/<id>/events.jsonl
+ *   DIR/runs/<id>/checkpoint.json
+ *   DIR/runs/<id>/tools.jsonl
+ */
+import { mkdirSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { RunEvent } from '@switchboard/schemas';
+import type { RunCheckpoint } from '../engine/types.js';
+import { fsyncDir } from './atomic.js';
+import { Catalog } from './catalog.js';
+import { StoreError } from './errors.js';
+import { EventLog, scanEventLog } from './event-log.js';
+import { acquireLock, type DirLock } from './lock.js';
+import { checkCheckpoint, checkSpec, type RunSpec, readJsonStrict, writeJsonDurable } from './run-files.js';
+import { ToolJournal } from './tool-journal.js';
+
+/** Run ids become directory names: plain ASCII, no dots, bounded. */
+export const RUN_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function resolveDataDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(explicit ?? env.SWITCHBOARD_DATA ?? './.switchboard');
+}
+
+export class Store {
+  private readonly logs = new Map<string, EventLog>();
+  private closed = false;
+
+  private constructor(
+    readonly dir: string,
+    readonly catalog: Catalog,
+    private readonly lock: DirLock,
+  ) {}
+
+  /** Locks and opens `dir` (created when missing). Throws StoreLockedError or StoreError. */
+  static async open(dir: string): Promise<Store> {
+    const abs = resolve(dir);
+    mkdirSync(join(abs, 'runs'), { recursive: true, mode: 0o700 });
+    const lock = acquireLock(abs);
+    try {
+      const catalog = await Catalog.open(join(abs, 'catalog.json'));
+      return new Store(abs, catalog, lock);
+    } catch (e) {
+      lock.release();
+      throw e;
+    }
+  }
+
+  /** Pid of the dead process whose stale lock was taken over, if any. */
+  get tookOverFrom(): number | undefined {
+    return this.lock.tookOver;
+  }
+
+  runDir(runId: string): string {
+    if (!RUN_ID_RE.test(runId)) throw new StoreError('io', `not a valid run id: ${JSON.stringify(runId)}`);
+    return join(this.dir, 'runs', runId);
+  }
+
+  async writeSpec(spec: RunSpec): Promise<void> {
+    const dir = this.runDir(spec.runId);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeJsonDurable(join(dir, 'run.json'), spec);
+    await fsyncDir(join(this.dir, 'runs'));
+  }
+
+  readSpec(runId: string): Promise<RunSpec | undefined> {
+    return readJsonStrict(join(this.runDir(runId), 'run.json'), checkSpec(runId));
+  }
+
+  /** The open log of a run (opened on first use; a torn tail is cut and reported). */
+  openLog(runId: string): { log: EventLog; torn?: { bytes: number; reason: string } } {
+    const open = this.logs.get(runId);
+    if (open) return { log: open };
+    mkdirSync(this.runDir(runId), { recursive: true, mode: 0o700 });
+    const r = EventLog.open(join(this.runDir(runId), 'events.jsonl'), runId);
+    this.logs.set(runId, r.log);
+    return r;
+  }
+
+  openLogIfOpen(runId: string): EventLog | undefined {
+    return this.logs.get(runId);
+  }
+
+  async closeLog(runId: string): Promise<void> {
+    const log = this.logs.get(runId);
+    if (!log) return;
+    this.logs.delete(runId);
+    await log.close();
+  }
+
+  /** Events with seq > after, from the open log or from the file. */
+  readEvents(runId: string, after = 0, limit = Number.POSITIVE_INFINITY): RunEvent[] {
+    const open = this.logs.get(runId);
+    if (open) return open.after(after, limit);
+    const scan = scanEventLog(join(this.runDir(runId), 'events.jsonl'), runId);
+    const start = scan.events.findIndex((e) => e.seq > after);
+    return start === -1 ? [] : scan.events.slice(start, start + Math.min(limit, scan.events.length));
+  }
+
+  /** Durable checkpoint: the log is fsynced first, then the checkpoint replaced atomically. */
+  async writeCheckpoint(cp: RunCheckpoint): Promise<void> {
+    await this.logs.get(cp.runId)?.sync();
+    await writeJsonDurable(join(this.runDir(cp.runId), 'checkpoint.json'), cp);
+  }
+
+  readCheckpoint(runId: string): Promise<RunCheckpoint | undefined> {
+    return readJsonStrict(join(this.runDir(runId), 'checkpoint.json'), checkCheckpoint(runId));
+  }
+
+  openJournal(runId: string): ToolJournal {
+    return ToolJournal.open(join(this.runDir(runId), 'tools.jsonl'));
+  }
+
+  /** Flushes and closes every log, waits for the catalog, releases the lock. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const id of [...this.logs.keys()]) await this.closeLog(id);
+    await this.catalog.flush();
+    this.lock.release();
+  }
+}

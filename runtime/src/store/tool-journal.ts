@@ -1,0 +1,114 @@
+/**
+ * A per-run journal of tool calls, so that a crash never turns into a blind repeat of a
+ * call with side effects. Before a call its intent is appended and fsynced; after it, its
+ * result. After a restart, the calls made since the last checkpoint are replayed in order:
+ * a call with a recorded result gets that result again without executing; a call with only
+ * an intent may or may not have run (`maybe-executed`) and is not repeated.
+ */
+import { closeSync, fdatasync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { StoreError } from './errors.js';
+
+const fdatasyncAsync = promisify(fdatasync);
+
+export interface JournalIntent {
+  k: 'intent';
+  /** Ordinal of the call in the run (across resumes). */
+  n: number;
+  tool: string;
+  /** Hash of the canonical arguments. */
+  args: string;
+  /** Log seq of the last checkpoint when the call was made. */
+  cp: number;
+}
+
+export interface JournalDone {
+  k: 'done';
+  n: number;
+  result: { content: string; isError: boolean; structured?: unknown };
+}
+
+export type JournalEntry = JournalIntent | JournalDone;
+
+export interface JournalCall {
+  intent: JournalIntent;
+  done?: JournalDone;
+}
+
+export class ToolJournal {
+  private fd: number;
+  private next: number;
+  readonly calls: JournalCall[];
+
+  private constructor(
+    readonly file: string,
+    fd: number,
+    calls: JournalCall[],
+  ) {
+    this.fd = fd;
+    this.calls = calls;
+    this.next = (calls.at(-1)?.intent.n ?? 0) + 1;
+  }
+
+  static open(file: string): ToolJournal {
+    const calls: JournalCall[] = [];
+    let text = '';
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    const lines = text.split('\n');
+    const byN = new Map<number, JournalCall>();
+    let good = 0;
+    lines.forEach((line, i) => {
+      if (line === '') return;
+      let e: JournalEntry;
+      try {
+        e = JSON.parse(line) as JournalEntry;
+      } catch {
+        // A torn last line is an intent or result that never reached the disk whole:
+        // for an intent the call had not started yet (we fsync before calling).
+        if (i === lines.length - 1) return;
+        throw new StoreError('corrupt-log', `${file}: line ${i + 1} is not JSON`, file);
+      }
+      good += Buffer.byteLength(line) + 1;
+      if (e.k === 'intent') {
+        const c = { intent: e };
+        calls.push(c);
+        byN.set(e.n, c);
+      } else if (e.k === 'done') {
+        const c = byN.get(e.n);
+        if (c) c.done = e;
+      }
+    });
+    const fd = openSync(file, 'a', 0o600);
+    // Cut a torn tail so the next line starts clean.
+    if (good < Buffer.byteLength(text)) ftruncateSync(fd, good);
+    else if (text.length > 0 && !text.endsWith('\n')) writeSync(fd, '\n');
+    return new ToolJournal(file, fd, calls);
+  }
+
+  /** Records the intent durably; resolves before the tool may be called. */
+  async intent(tool: string, args: string, cp: number): Promise<JournalIntent> {
+    const e: JournalIntent = { k: 'intent', n: this.next++, tool, args, cp };
+    this.calls.push({ intent: e });
+    writeSync(this.fd, `${JSON.stringify(e)}\n`);
+    await fdatasyncAsync(this.fd);
+    return e;
+  }
+
+  async done(n: number, result: JournalDone['result']): Promise<void> {
+    const e: JournalDone = { k: 'done', n, result };
+    const c = this.calls.find((x) => x.intent.n === n);
+    if (c) c.done = e;
+    writeSync(this.fd, `${JSON.stringify(e)}\n`);
+    await fdatasyncAsync(this.fd);
+  }
+
+  close(): void {
+    try {
+      closeSync(this.fd);
+    } catch {}
+  }
+}
