@@ -4,6 +4,7 @@
  */
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { EdgeKindT, KindInfo, KindRole } from '@switchboard/schemas';
+import type { KindBehavior } from './runtime-api.js';
 
 export interface PortSpec {
   id: string;
@@ -40,10 +41,12 @@ export interface NodeKindDefinition<S extends TSchema = TSchema> extends KindInf
   /** One line shown on the node face, derived from the config. */
   summary?: (config: Static<S>) => string;
   /**
-   * Behaviour, filled in by the runtime issue: the interpreter calls it with the interfaces it
-   * supplies (model, tools, state, emit, clock). Kinds without behaviour (notes) leave it out.
+   * Behaviour, written against the interfaces of `runtime-api.ts` (model, tools, state, emit,
+   * clock): `flow` for nodes on the control path, `observer` for observers, `team` for team
+   * policies. Kinds the runtime ignores (notes, tools) leave it out.
    */
-  behavior?: unknown;
+  // biome-ignore lint/suspicious/noExplicitAny: each kind's behaviour is typed by its own config
+  behavior?: KindBehavior<any>;
 }
 
 /** Identity helper that keeps the config type of a kind definition. */

@@ -3,6 +3,7 @@
  * resumes a run. The server, the CLI and the MCP flow server all go through this.
  * (Draft owned by the engine; other parts may rely on every name here.)
  */
+import type { KindRegistry } from '@switchboard/nodes';
 import type { BudgetsT, Flow, RunEvent } from '@switchboard/schemas';
 import type { ModelFactory, ModelProvider } from '../models/types.js';
 import type { ToolHost } from '../tools/types.js';
@@ -66,12 +67,28 @@ export interface RunOptions {
   baseDir?: string;
   /** Resolves `${env:NAME}`; defaults to process.env in Node hosts. */
   env?: Record<string, string | undefined>;
+  /**
+   * What a human node does when no answer was supplied in `answers`: `wait` for an `answer`
+   * command (default; servers), or `fail` at once with error code `human_input_required`
+   * (headless runs that have no one to ask).
+   */
+  humanInput?: 'wait' | 'fail';
+  /** Node kinds to interpret; defaults to the built-in registry of @switchboard/nodes. */
+  registry?: KindRegistry;
+  /** Validate the flow before running (default true); an invalid flow fails with `flow_invalid`. */
+  validate?: boolean;
+  /** Milliseconds clock for timestamps and timeouts; defaults to Date.now. */
+  now?: () => number;
 }
 
 export interface RunHandle {
   readonly runId: string;
   readonly status: RunStatus;
-  /** Every event of the run, from the first, as an async iterable (one consumer). */
+  /**
+   * Every event of the run, from the first, as an async iterable (one consumer). The run starts
+   * on the microtask after `runFlow` returns, so read this property before awaiting anything;
+   * events are buffered only once it has been read, and dropped once delivered.
+   */
   events: AsyncIterable<RunEvent>;
   send(command: RunCommand): void;
   result: Promise<RunResult>;

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { Condition } from '@switchboard/schemas';
 import { defineKind } from '../../kind.js';
 import { DELEGATE_OUT, FLOW_IN, FLOW_OUT, OBSERVE_IN, TOOLS_IN } from '../ports.js';
+import { agentBehavior } from './behavior.js';
 
 /** One piece of the system prompt; included only when its condition holds. */
 export const PromptSegment = Type.Object(
@@ -86,6 +87,7 @@ export const agentKind = defineKind({
     prompt: [{ text: 'You are a helpful assistant. Task: {{task}}' }],
   }),
   ports: [FLOW_IN, FLOW_OUT, TOOLS_IN, OBSERVE_IN, DELEGATE_OUT],
+  behavior: agentBehavior,
   display: {
     label: 'Agent',
     color: '#2563eb',

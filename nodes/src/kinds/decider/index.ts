@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { Condition } from '@switchboard/schemas';
 import { defineKind } from '../../kind.js';
 import { FLOW_IN, FLOW_OUT } from '../ports.js';
+import { deciderBehavior } from './behavior.js';
 
 export const DeciderRule = Type.Object(
   {
@@ -44,6 +45,7 @@ export const deciderKind = defineKind({
   modelRefs: ['model'],
   defaults: () => ({ strategy: 'rules' as const, rules: [] }),
   ports: [FLOW_IN, FLOW_OUT],
+  behavior: deciderBehavior,
   display: {
     label: 'Decider',
     color: '#ea580c',

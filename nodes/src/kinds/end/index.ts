@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineKind } from '../../kind.js';
 import { FLOW_IN } from '../ports.js';
+import { endBehavior } from './behavior.js';
 
 export const EndConfig = Type.Object(
   {
@@ -23,6 +24,7 @@ export const endKind = defineKind({
   configSchema: EndConfig,
   defaults: () => ({ output: 'last' as const }),
   ports: [FLOW_IN],
+  behavior: endBehavior,
   display: {
     label: 'End',
     color: '#dc2626',

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineKind } from '../../kind.js';
 import { FLOW_IN, FLOW_OUT } from '../ports.js';
+import { humanBehavior } from './behavior.js';
 
 export const HumanConfig = Type.Object(
   {
@@ -24,6 +25,7 @@ export const humanKind = defineKind({
   configSchema: HumanConfig,
   defaults: () => ({ mode: 'ask' as const, question: 'What should happen next?' }),
   ports: [FLOW_IN, FLOW_OUT],
+  behavior: humanBehavior,
   display: {
     label: 'Human',
     color: '#0891b2',

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Condition } from '@switchboard/schemas';
 import { defineKind } from '../../kind.js';
+import { observerBehavior } from './behavior.js';
 
 export const ObserverConfig = Type.Object(
   {
@@ -55,6 +56,7 @@ export const observerKind = defineKind({
   nodeRefs: ['escalateTo'],
   defaults: () => ({ type: 'summarizer' as const, when: 'after' as const, every: 6 }),
   ports: [{ id: 'observe', type: 'source', side: 'bottom', accepts: ['observe'], label: 'observes' }],
+  behavior: observerBehavior,
   display: {
     label: 'Observer',
     color: '#db2777',

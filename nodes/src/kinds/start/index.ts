@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineKind } from '../../kind.js';
 import { FLOW_OUT } from '../ports.js';
+import { startBehavior } from './behavior.js';
 
 export const StartConfig = Type.Object(
   {
@@ -20,6 +21,7 @@ export const startKind = defineKind({
   configSchema: StartConfig,
   defaults: () => ({}),
   ports: [FLOW_OUT],
+  behavior: startBehavior,
   display: {
     label: 'Start',
     color: '#16a34a',

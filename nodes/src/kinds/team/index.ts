@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { defineKind } from '../../kind.js';
 import { FLOW_IN, FLOW_OUT, OBSERVE_IN } from '../ports.js';
+import { teamBehavior } from './behavior.js';
 
 export const Termination = Type.Object(
   {
@@ -65,6 +66,7 @@ export const teamKind = defineKind({
   stopsCycles: terminates,
   defaults: () => ({ mode: 'handover' as const, termination: { maxTurns: 20 } }),
   ports: [FLOW_IN, FLOW_OUT, OBSERVE_IN],
+  behavior: teamBehavior,
   display: {
     label: 'Team',
     color: '#475569',

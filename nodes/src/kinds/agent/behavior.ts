@@ -1,0 +1,295 @@
+/**
+ * One agent turn: assemble the system prompt from conditional, templated segments; build the
+ * messages under the memory policy; run tool rounds; validate structured output and re-prompt
+ * with the error. Malformed tool calls (bad JSON, wrong types, unknown or ungranted tools,
+ * oversized arguments) are never executed and never written back into the history: the model
+ * gets a structured error instead, and after a bounded number of repairs the turn fails.
+ */
+import type { Static } from '@sinclair/typebox';
+import { type ConditionT, checkAgainstSchema } from '@switchboard/schemas';
+import { evaluateCondition } from '../../lib/condition.js';
+import { renderTemplate } from '../../lib/template.js';
+import {
+  type ChatMessage,
+  type FlowBehavior,
+  type Message,
+  type NodeContext,
+  NodeError,
+  type ToolCallRequest,
+  type ToolPort,
+  type ToolSpec,
+} from '../../runtime-api.js';
+import type { AgentConfig } from './index.js';
+
+type AgentConfigT = Static<typeof AgentConfig>;
+
+/** Tool-call arguments above this size are refused unread. */
+export const MAX_TOOL_ARGS_BYTES = 64 * 1024;
+/** Structured output above this size is refused unparsed. */
+export const MAX_OUTPUT_CHARS = 1024 * 1024;
+export const DEFAULT_TOOL_ROUNDS = 4;
+export const DEFAULT_TOOL_REPAIRS = 2;
+export const DEFAULT_OUTPUT_REPAIRS = 2;
+
+export interface CallProblem {
+  callId: string;
+  tool: string;
+  error:
+    | 'not_granted'
+    | 'arguments_too_large'
+    | 'arguments_not_json'
+    | 'arguments_not_object'
+    | 'arguments_invalid'
+    | 'no_more_tool_rounds';
+  detail: string;
+}
+
+function clip(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n)}…` : s;
+}
+
+/** Checks the calls of one reply; returns the parsed arguments or the problems (nothing runs on a problem). */
+export function checkToolCalls(
+  calls: readonly ToolCallRequest[],
+  granted: ReadonlyMap<string, ToolPort>,
+  onDenied: (call: ToolCallRequest, reason: string) => void,
+): { ok: true; args: Record<string, unknown>[] } | { ok: false; problems: CallProblem[] } {
+  const problems: CallProblem[] = [];
+  const args: Record<string, unknown>[] = [];
+  for (const call of calls) {
+    const tool = clip(String(call.name), 64);
+    const callId = clip(String(call.id), 64);
+    const port = granted.get(call.name);
+    if (!port) {
+      const reason = `tool "${tool}" is not granted to this agent`;
+      onDenied(call, reason);
+      problems.push({
+        callId,
+        tool,
+        error: 'not_granted',
+        detail: `${reason}; available: ${[...granted.keys()].join(', ') || 'none'}`,
+      });
+      continue;
+    }
+    const raw = typeof call.arguments === 'string' ? call.arguments : '';
+    if (raw.length > MAX_TOOL_ARGS_BYTES) {
+      problems.push({
+        callId,
+        tool,
+        error: 'arguments_too_large',
+        detail: `arguments are ${raw.length} characters; the limit is ${MAX_TOOL_ARGS_BYTES}`,
+      });
+      continue;
+    }
+    let parsed: unknown;
+    try {
+      parsed = raw.trim() === '' ? {} : JSON.parse(raw);
+    } catch {
+      // The parser's message may quote the input; the model gets a fixed sentence instead.
+      problems.push({
+        callId,
+        tool,
+        error: 'arguments_not_json',
+        detail: 'the arguments are not valid JSON',
+      });
+      continue;
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      problems.push({
+        callId,
+        tool,
+        error: 'arguments_not_object',
+        detail: 'the arguments must be a JSON object',
+      });
+      continue;
+    }
+    const check = checkAgainstSchema(port.parameters, parsed);
+    if (!check.valid) {
+      problems.push({
+        callId,
+        tool,
+        error: 'arguments_invalid',
+        detail: check.errors.slice(0, 5).join('; '),
+      });
+      continue;
+    }
+    args.push(parsed as Record<string, unknown>);
+  }
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, args };
+}
+
+/** Parses structured output: a JSON value, optionally inside a ```json fence. */
+export function parseJsonOutput(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
+  if (text.length > MAX_OUTPUT_CHARS)
+    return { ok: false, error: `the answer is longer than ${MAX_OUTPUT_CHARS} characters` };
+  let t = text.trim();
+  const fence = /^```(?:json)?\s*\n([\s\S]*?)\n?```$/.exec(t);
+  if (fence) t = fence[1]!.trim();
+  try {
+    return { ok: true, value: JSON.parse(t) };
+  } catch {
+    return { ok: false, error: 'the answer is not valid JSON' };
+  }
+}
+
+function toChat(m: Message, self: string): ChatMessage {
+  if (m.author === self) return { role: 'assistant', content: m.content };
+  return m.author === 'user'
+    ? { role: 'user', content: m.content }
+    : { role: 'user', content: m.content, name: m.author };
+}
+
+/** The system prompt: segments whose condition holds, rendered, joined by blank lines. */
+export function buildSystemPrompt(ctx: NodeContext<AgentConfigT>): string {
+  const cond = ctx.conditions();
+  const summary = ctx.run.summary();
+  const tctx = {
+    task: ctx.run.task,
+    input: ctx.run.input,
+    summary: summary?.text ?? '',
+    inbox: ctx.inbox.map((i) => i.text).join('\n\n'),
+    last: cond.last?.content ?? '',
+    state: cond.state,
+    node: { id: ctx.node.id, label: ctx.node.label },
+  };
+  let out = '';
+  for (const seg of ctx.node.config.prompt) {
+    if (!evaluateCondition(seg.when as ConditionT | undefined, cond)) continue;
+    const text = renderTemplate(seg.text, tctx);
+    out = out === '' ? text : `${out}\n\n${text}`;
+  }
+  return out;
+}
+
+export function buildMessages(ctx: NodeContext<AgentConfigT>): ChatMessage[] {
+  const memory = ctx.node.config.memory ?? 'transcript';
+  const messages: ChatMessage[] = [{ role: 'system', content: buildSystemPrompt(ctx) }];
+  if (memory === 'summary') {
+    const s = ctx.run.summary();
+    if (s) messages.push({ role: 'user', content: `Summary of the conversation so far:\n${s.text}` });
+  }
+  const view = ctx.run.view(memory);
+  for (let i = 0; i < view.length; i++) messages.push(toChat(view[i]!, ctx.node.id));
+  if (ctx.inbox.length > 0)
+    messages.push({ role: 'user', content: ctx.inbox.map((i) => i.text).join('\n\n') });
+  if (messages.length === 1) messages.push({ role: 'user', content: ctx.run.task });
+  return messages;
+}
+
+const NO_TOOLS: readonly ToolPort[] = [];
+
+export const agentBehavior: FlowBehavior<AgentConfigT> = {
+  type: 'flow',
+  async run(ctx) {
+    const cfg = ctx.node.config;
+    const model = ctx.model(cfg.model);
+    const messages = buildMessages(ctx);
+    const maxRounds = cfg.toolRounds ?? DEFAULT_TOOL_ROUNDS;
+    const tools = maxRounds > 0 ? await ctx.tools() : NO_TOOLS;
+    const granted = new Map<string, ToolPort>();
+    const specs: ToolSpec[] = [];
+    for (const t of tools) {
+      granted.set(t.name, t);
+      specs.push({ name: t.name, description: t.description, parameters: t.parameters });
+    }
+    const output = cfg.output?.type === 'json' ? cfg.output : undefined;
+    const jsonSchema = output
+      ? { name: `${ctx.node.id.replace(/[^A-Za-z0-9_-]/g, '_')}_output`, schema: output.schema }
+      : undefined;
+    const maxOutputRepairs = output?.maxRepairs ?? DEFAULT_OUTPUT_REPAIRS;
+    let rounds = 0;
+    let toolRepairs = 0;
+    let outputRepairs = 0;
+    let toolCalls = 0;
+    const handovers: string[] = [];
+
+    for (;;) {
+      const offer = rounds < maxRounds && specs.length > 0;
+      const call: Parameters<typeof model.complete>[0] = { messages };
+      if (offer) call.tools = specs;
+      if (jsonSchema) call.jsonSchema = jsonSchema;
+      const reply = await model.complete(call);
+
+      if (reply.toolCalls.length > 0) {
+        const checked: ReturnType<typeof checkToolCalls> = offer
+          ? checkToolCalls(reply.toolCalls, granted, (c, reason) =>
+              ctx.emit({
+                type: 'tool.denied',
+                callId: clip(String(c.id), 64),
+                tool: clip(String(c.name), 64),
+                reason,
+              }),
+            )
+          : {
+              ok: false,
+              problems: reply.toolCalls.map((c) => ({
+                callId: clip(String(c.id), 64),
+                tool: clip(String(c.name), 64),
+                error: 'no_more_tool_rounds' as const,
+                detail: `no tool calls are allowed now (${maxRounds} rounds used); give your answer`,
+              })),
+            };
+        if (!checked.ok) {
+          toolRepairs++;
+          if (toolRepairs > DEFAULT_TOOL_REPAIRS)
+            throw new NodeError(
+              'tool_call_invalid',
+              `agent "${ctx.node.id}" kept making invalid tool calls (${checked.problems.map((p) => `${p.tool}: ${p.error}`).join(', ')})`,
+              toolRepairs,
+            );
+          // The malformed reply is not kept; the model sees only the structured error.
+          messages.push({
+            role: 'user',
+            content: JSON.stringify({
+              error: 'invalid_tool_calls',
+              problems: checked.problems,
+              instruction: 'No tool was run. Correct the calls or answer without tools.',
+            }),
+          });
+          continue;
+        }
+        rounds++;
+        messages.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
+        for (let i = 0; i < reply.toolCalls.length; i++) {
+          const tc = reply.toolCalls[i]!;
+          const port = granted.get(tc.name)!;
+          const res = await port.call(checked.args[i]!, tc.id);
+          toolCalls++;
+          messages.push({ role: 'tool', content: res.content, toolCallId: tc.id });
+          if (port.source === 'handover' && port.edgeId && !res.isError) handovers.push(port.edgeId);
+        }
+        if (handovers.length > 0) {
+          const to = handovers.map((e) => ctx.candidates.find((c) => c.edgeId === e)?.label ?? e).join(', ');
+          return {
+            message: { content: reply.text || `Handing over to ${to}.` },
+            route: { edges: handovers, reason: 'handover tool' },
+            toolCalls,
+          };
+        }
+        continue;
+      }
+
+      if (output) {
+        const parsed = parseJsonOutput(reply.text);
+        const errors = parsed.ok ? checkAgainstSchema(output.schema, parsed.value).errors : [parsed.error];
+        if (errors.length > 0) {
+          outputRepairs++;
+          if (outputRepairs > maxOutputRepairs)
+            throw new NodeError(
+              'output_invalid',
+              `agent "${ctx.node.id}" gave no valid structured output after ${outputRepairs} attempts: ${errors.slice(0, 3).join('; ')}`,
+              outputRepairs,
+            );
+          messages.push({ role: 'assistant', content: reply.text.slice(0, 4000) });
+          messages.push({
+            role: 'user',
+            content: `Your answer does not match the required JSON Schema: ${errors.slice(0, 5).join('; ')}. Answer again with JSON only.`,
+          });
+          continue;
+        }
+        return { message: { content: reply.text, json: (parsed as { value: unknown }).value }, toolCalls };
+      }
+      return { message: { content: reply.text }, toolCalls };
+    }
+  },
+};

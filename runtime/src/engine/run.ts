@@ -1,0 +1,1616 @@
+/**
+ * The interpreter. Control flow is an explicit state machine over cursors (see state.ts): each
+ * loop iteration runs one node of one cursor and moves the cursor along edges, into and out of
+ * team scopes; parallel branches are child cursors joined in a deterministic order. Nothing
+ * recurses per node, so a chain of 10,000 agents runs on Node's default stack, and the whole
+ * control position is plain data that is checkpointed after every turn.
+ *
+ * Events are stamped here (runId, seq, ts, scripted) and delivered synchronously in seq order.
+ * Commands are applied between events: every await point of the loop passes a gate that is a
+ * single flag test when nothing is pending, so the hot path adds no macrotask.
+ */
+import {
+  asText,
+  type BehaviorEvent,
+  type Candidate,
+  type ConditionContext,
+  type Counters,
+  defaultRegistry,
+  type FlowBehavior,
+  getPath,
+  INBOX_PRIORITY,
+  type InboxItem,
+  type KindRegistry,
+  type MemoryPolicy,
+  type Message,
+  type ModelCall,
+  type ModelPort,
+  type ModelReply,
+  memoryView,
+  type NodeContext,
+  NodeError,
+  type ObserverBehavior,
+  type ObserverContext,
+  renderTemplate,
+  type StateAccess,
+  type StepOutcome,
+  type Summary,
+  type TeamBehavior,
+  type TeamContext,
+  type ToolPort,
+} from '@switchboard/nodes';
+import type { EventError, Flow, RunEvent } from '@switchboard/schemas';
+import { defaultModelFactory } from '../models/factory.js';
+import { ModelError, type ModelProvider, type ModelRequest } from '../models/types.js';
+import type { ToolHandle, ToolHostContext } from '../tools/types.js';
+import { Cancelled, errorInfo, RunFailure } from './errors.js';
+import { EventQueue } from './event-queue.js';
+import { compileFlow, type GEdge, type GNode, type Graph, joinNode } from './graph.js';
+import {
+  type CheckpointData,
+  type Cursor,
+  newRunData,
+  type RunData,
+  rootScope,
+  type Scope,
+} from './state.js';
+import type { RunCheckpoint, RunCommand, RunOptions, RunResult, RunStatus } from './types.js';
+
+export const DEFAULT_MAX_STEPS = 1000;
+export const MAX_DELEGATION_DEPTH = 8;
+const MAX_TOOL_RESULT_IN_EVENT = 64 * 1024;
+
+/** A run context: the top-level run or a delegated (nested) run sharing budgets and state. */
+interface Ctx {
+  runId: string;
+  parentRunId?: string;
+  parentCallId?: string;
+  data: RunData;
+  depth: number;
+}
+
+interface Failed {
+  failed: EventError;
+}
+
+type Outcome = StepOutcome & { escalateTo?: string };
+
+function isFailed(o: Outcome | Failed): o is Failed {
+  return (o as Failed).failed !== undefined;
+}
+
+function emptyUsage() {
+  return { turns: 0, promptTokens: 0, completionTokens: 0 };
+}
+
+export class Run {
+  readonly runId: string;
+  status: RunStatus = 'pending';
+  readonly queue = new EventQueue();
+  readonly graph: Graph;
+  readonly result: Promise<RunResult>;
+  private resolveResult!: (r: RunResult) => void;
+  private seq = 0;
+  private ended = false;
+  private scripted = false;
+  private readonly providers = new Map<string, ModelProvider>();
+  private readonly abort = new AbortController();
+  readonly signal: AbortSignal = this.abort.signal;
+  private stop: RunFailure | Cancelled | undefined;
+  private pauseRequested = false;
+  private stepping = false;
+  private pauseGate: { promise: Promise<void>; resolve: () => void } | undefined;
+  private readonly breakpoints = new Set<string>();
+  private readonly pendingAnswers = new Map<string, string[]>();
+  private readonly waiters = new Map<string, (answer: string) => void>();
+  private cpChain: Promise<void> = Promise.resolve();
+  private readonly maxSteps: number;
+  private readonly maxTokens: number | undefined;
+  private readonly timeoutMs: number | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly now: () => number;
+  private readonly top: Ctx;
+  private root: Cursor;
+  private readonly toolCache = new Map<string, Promise<ToolPort[]>>();
+  private nestedCount = 0;
+  readonly registry: KindRegistry;
+
+  constructor(
+    readonly flow: Flow,
+    readonly input: unknown,
+    readonly options: RunOptions,
+  ) {
+    this.registry = options.registry ?? defaultRegistry;
+    this.graph = compileFlow(flow, this.registry);
+    this.now = options.now ?? Date.now;
+    this.runId =
+      options.resume?.runId ??
+      options.runId ??
+      `run_${this.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+    const b = { ...flow.budgets, ...options.budgets };
+    this.maxSteps = b.maxSteps ?? DEFAULT_MAX_STEPS;
+    this.maxTokens = b.maxTokens;
+    this.timeoutMs = b.timeoutMs;
+    this.result = new Promise((r) => {
+      this.resolveResult = r;
+    });
+    const cp = options.resume?.data as CheckpointData | undefined;
+    if (options.resume) {
+      if (cp?.v !== 1 || !cp.root || !cp.data)
+        throw new RunFailure('flow_invalid', 'the checkpoint is not a version 1 engine checkpoint');
+      if (options.resume.flowId !== flow.id)
+        throw new RunFailure(
+          'flow_invalid',
+          `the checkpoint belongs to flow "${options.resume.flowId}", not "${flow.id}"`,
+        );
+      this.seq = options.resume.seq;
+      this.top = { runId: this.runId, data: cp.data, depth: 0 };
+      this.root = cp.root;
+    } else {
+      this.top = { runId: this.runId, data: newRunData(input), depth: 0 };
+      this.root = { at: this.graph.start.id, scopes: [rootScope(this.now())] };
+    }
+    for (const [name, config] of Object.entries(flow.models)) {
+      const given = options.models;
+      let p: ModelProvider | undefined;
+      if (typeof given === 'function') p = given(name, config, this.factoryCtx());
+      else if (given) p = given[name];
+      else p = defaultModelFactory(name, config, this.factoryCtx());
+      if (!p) continue;
+      if (p.scripted) this.scripted = true;
+      const snap = cp?.providers?.[name];
+      const restorable = p as unknown as { restore?: (s: unknown) => void };
+      if (snap !== undefined && typeof restorable.restore === 'function') restorable.restore(snap);
+      this.providers.set(name, p);
+    }
+    if (options.signal) {
+      if (options.signal.aborted) queueMicrotask(() => this.cancel('aborted by the host'));
+      else options.signal.addEventListener('abort', () => this.cancel('aborted by the host'), { once: true });
+    }
+  }
+
+  private factoryCtx() {
+    const env = this.options.env ?? (typeof process !== 'undefined' ? process.env : {});
+    const ctx: { resolveEnv: (v: string | undefined) => string | undefined; baseDir?: string } = {
+      resolveEnv: (v) => {
+        if (v === undefined) return undefined;
+        const m = /^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(v);
+        return m ? env[m[1]!] : v;
+      },
+    };
+    if (this.options.baseDir !== undefined) ctx.baseDir = this.options.baseDir;
+    return ctx;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Events
+
+  emit(cx: Ctx, e: Record<string, unknown>): void {
+    if (this.ended) return;
+    e.runId = cx.runId;
+    e.seq = ++this.seq;
+    e.ts = this.now();
+    if (this.scripted) e.scripted = true;
+    if (cx.parentRunId !== undefined) {
+      e.parentRunId = cx.parentRunId;
+      e.parentCallId = cx.parentCallId;
+    }
+    const ev = e as unknown as RunEvent;
+    this.options.onEvent?.(ev);
+    this.queue.push(ev);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Lifecycle
+
+  async start(): Promise<void> {
+    this.status = 'running';
+    const cx = this.top;
+    try {
+      if (this.options.resume) this.emit(cx, { type: 'run.resumed', fromCheckpoint: true });
+      else {
+        this.emit(cx, { type: 'run.started', flowId: this.flow.id, input: this.input as never });
+        this.appendMessage(cx, { role: 'user', author: 'user', content: cx.data.task });
+      }
+      if (this.timeoutMs !== undefined) {
+        this.timer = setTimeout(
+          () => this.exceeded(cx, 'time', this.timeoutMs!, this.timeoutMs!),
+          this.timeoutMs,
+        );
+        (this.timer as { unref?: () => void }).unref?.();
+      }
+      await this.drive(cx, this.root);
+      if (this.stop) throw this.stop;
+      const d = cx.data;
+      const last = d.transcript[d.transcript.length - 1];
+      const output = d.hasOutput ? d.output : last ? (last.json ?? last.content) : '';
+      this.emit(cx, { type: 'run.completed', output: output as never });
+      this.finish({ runId: this.runId, status: 'completed', output });
+    } catch (e) {
+      const stop = this.stop ?? e;
+      if (stop instanceof Cancelled) {
+        this.finish({ runId: this.runId, status: 'cancelled' });
+        return;
+      }
+      const error = errorInfo(stop);
+      this.emit(cx, { type: 'run.failed', error });
+      this.finish({
+        runId: this.runId,
+        status: 'failed',
+        error: { code: error.code, message: error.message },
+      });
+    }
+  }
+
+  private finish(r: RunResult): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.status === 'completed' || this.status === 'failed' || this.status === 'cancelled') return;
+    this.status = r.status;
+    this.ended = true;
+    this.queue.close();
+    this.pauseGate?.resolve();
+    const release = this.options.tools?.release(this.runId);
+    if (release) release.catch(() => {});
+    this.resolveResult(r);
+  }
+
+  cancel(reason?: string): void {
+    if (this.ended || this.stop) return;
+    this.stop = new Cancelled(reason ?? 'cancelled');
+    const ev: Record<string, unknown> = { type: 'run.cancelled' };
+    if (reason !== undefined) ev.reason = reason;
+    this.emit(this.top, ev);
+    this.ended = true; // nothing follows run.cancelled
+    this.abort.abort(this.stop);
+    for (const w of this.waiters.values()) w('');
+    this.finish({ runId: this.runId, status: 'cancelled' });
+  }
+
+  /** A budget ran out: say so, stop the run and abort whatever is in flight. */
+  private exceeded(cx: Ctx, budget: string, limit: number, used: number): never | undefined {
+    if (this.stop) return undefined;
+    this.emit(cx, { type: 'budget.exceeded', budget, limit, used });
+    this.stop = new RunFailure('budget_exceeded', `the ${budget} budget of ${limit} was exceeded (${used})`);
+    this.abort.abort(this.stop);
+    for (const w of this.waiters.values()) w('');
+    this.pauseGate?.resolve();
+    return undefined;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Commands
+
+  send(cmd: RunCommand): void {
+    if (this.ended) return;
+    switch (cmd.type) {
+      case 'cancel':
+        this.cancel(cmd.reason);
+        return;
+      case 'pause':
+        this.pauseRequested = true;
+        return;
+      case 'resume':
+        this.stepping = false;
+        this.pauseRequested = false;
+        this.releasePause();
+        return;
+      case 'step':
+        this.stepping = true;
+        this.pauseRequested = false;
+        this.releasePause();
+        return;
+      case 'breakpoint':
+        if (cmd.on) this.breakpoints.add(cmd.nodeId);
+        else this.breakpoints.delete(cmd.nodeId);
+        return;
+      case 'inject': {
+        const cx = this.top;
+        const item: Omit<InboxItem, 'order'> = { kind: 'directive', text: cmd.text, from: 'user' };
+        const msg: Omit<Message, 'seq'> = { role: 'user', author: 'user', content: cmd.text };
+        if (cmd.nodeId !== undefined) {
+          msg.to = cmd.nodeId;
+          this.addInbox(cx, cmd.nodeId, item);
+        }
+        this.appendMessage(cx, msg);
+        return;
+      }
+      case 'answer': {
+        const key = cmd.nodeId ?? [...this.waiters.keys()][0] ?? '*';
+        const w = this.waiters.get(key);
+        if (w) w(cmd.answer);
+        else {
+          const l = this.pendingAnswers.get(key) ?? [];
+          l.push(cmd.answer);
+          this.pendingAnswers.set(key, l);
+        }
+        return;
+      }
+    }
+  }
+
+  private releasePause(): void {
+    const g = this.pauseGate;
+    if (!g) return;
+    this.pauseGate = undefined;
+    g.resolve();
+  }
+
+  /** Between events: a flag test, unless a pause, a stop or a step is pending. */
+  private gate(cx: Ctx): Promise<void> | undefined {
+    if (this.stop) throw this.stop;
+    if (this.pauseRequested || this.pauseGate) return this.pauseNow(cx, 'requested');
+    return undefined;
+  }
+
+  private async pauseNow(cx: Ctx, reason: string): Promise<void> {
+    if (!this.pauseGate) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      this.pauseGate = { promise, resolve };
+      this.pauseRequested = false;
+      this.status = 'paused';
+      this.emit(cx, { type: 'run.paused', reason });
+      await this.checkpoint(cx);
+      await promise;
+      if (this.stop) throw this.stop;
+      this.status = 'running';
+      this.emit(cx, { type: 'run.resumed' });
+      return;
+    }
+    await this.pauseGate.promise;
+    if (this.stop) throw this.stop;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Checkpoints
+
+  private checkpoint(cx: Ctx): Promise<void> | undefined {
+    const save = this.options.checkpoint;
+    if (!save || cx.depth > 0) return undefined;
+    this.cpChain = this.cpChain.then(() => (this.stop ? undefined : save(this.snapshot())));
+    return this.cpChain;
+  }
+
+  /** The run's position as plain data; valid until the next turn, so hosts serialise it at once. */
+  snapshot(): RunCheckpoint {
+    const providers: Record<string, unknown> = {};
+    for (const [name, p] of this.providers) {
+      const s = p as unknown as { snapshot?: () => unknown };
+      if (typeof s.snapshot === 'function') providers[name] = s.snapshot();
+    }
+    const data: CheckpointData = { v: 1, root: this.root, data: this.top.data, providers };
+    return { version: 1, runId: this.runId, flowId: this.flow.id, seq: this.seq, data };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Budgets
+
+  private countStep(cx: Ctx, nodeId: string): void {
+    const c = cx.data.counters;
+    if (++c.steps > this.maxSteps) {
+      this.emit(cx, {
+        type: 'budget.exceeded',
+        nodeId,
+        budget: 'steps',
+        limit: this.maxSteps,
+        used: c.steps,
+      });
+      this.stop = new RunFailure(
+        'budget_exceeded',
+        `the step budget of ${this.maxSteps} was exceeded at node "${nodeId}"`,
+      );
+      throw this.stop;
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Transcript and inboxes
+
+  appendMessage(cx: Ctx, m: Omit<Message, 'seq'>, nodeId?: string): Message {
+    const d = cx.data;
+    const msg = m as Message;
+    msg.seq = ++d.msgSeq;
+    d.transcript.push(msg);
+    const ev: Record<string, unknown> = {
+      type: 'message',
+      message: { seq: msg.seq, role: msg.role, author: msg.author, content: msg.content },
+    };
+    if (nodeId !== undefined) ev.nodeId = nodeId;
+    this.emit(cx, ev);
+    if (this.graph.threads.size > 0) {
+      if (this.graph.threads.has(msg.author)) this.thread(d, msg.author).push(msg.seq);
+      if (msg.to !== undefined && msg.to !== msg.author && this.graph.threads.has(msg.to))
+        this.thread(d, msg.to).push(msg.seq);
+    }
+    return msg;
+  }
+
+  private thread(d: RunData, id: string): number[] {
+    let t = d.threads[id];
+    if (!t) d.threads[id] = t = [];
+    return t;
+  }
+
+  addInbox(cx: Ctx, nodeId: string, item: Omit<InboxItem, 'order'>): void {
+    const d = cx.data;
+    d.inbox[nodeId] ??= [];
+    const list = d.inbox[nodeId]!;
+    const full = item as InboxItem;
+    full.order = ++d.inboxOrder;
+    list.push(full);
+    // Stable by arrival within a priority: tool results, then directives and briefings, then user messages.
+    list.sort((a, b) => INBOX_PRIORITY[a.kind] - INBOX_PRIORITY[b.kind] || a.order - b.order);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Models and tools for behaviours
+
+  provider(name: string, nodeId: string): ModelProvider {
+    const p = this.providers.get(name);
+    if (!p)
+      throw new RunFailure(
+        'unknown_model',
+        `node "${nodeId}" uses model "${name}", which is not in the flow's models`,
+      );
+    return p;
+  }
+
+  async callModel(nc: NodeCtx, name: string, call: ModelCall): Promise<ModelReply> {
+    const cx = nc.cx;
+    const g = this.gate(cx);
+    if (g) await g;
+    const provider = this.provider(name, nc.node.id);
+    const nodeId = nc.node.id;
+    const req: ModelRequest = { nodeId, messages: call.messages, signal: this.signal };
+    if (call.tools) req.tools = call.tools;
+    if (call.jsonSchema) req.jsonSchema = call.jsonSchema;
+    req.onDelta = (text) => this.emit(cx, { type: 'model.delta', nodeId, text });
+    req.onRetry = (i) =>
+      this.emit(cx, { type: 'model.retry', nodeId, attempt: i.attempt, delayMs: i.delayMs, cause: i.cause });
+    let res: Awaited<ReturnType<ModelProvider['complete']>>;
+    try {
+      res = await provider.complete(req);
+    } catch (e) {
+      if (this.stop) throw this.stop;
+      throw e;
+    }
+    if (this.stop) throw this.stop;
+    const u = res.usage;
+    const d = cx.data;
+    const c = d.counters;
+    c.promptTokens += u.promptTokens;
+    c.completionTokens += u.completionTokens;
+    c.tokens += u.promptTokens + u.completionTokens;
+    c.byModel[res.model] ??= emptyUsage();
+    const bm = c.byModel[res.model]!;
+    bm.turns++;
+    bm.promptTokens += u.promptTokens;
+    bm.completionTokens += u.completionTokens;
+    nc.promptTokens += u.promptTokens;
+    nc.completionTokens += u.completionTokens;
+    nc.modelName = res.model;
+    this.emit(cx, {
+      type: 'model.completed',
+      nodeId,
+      text: res.text,
+      usage: { promptTokens: u.promptTokens, completionTokens: u.completionTokens },
+      model: res.model,
+      finishReason: res.finishReason,
+    });
+    if (this.maxTokens !== undefined && c.tokens > this.maxTokens) {
+      this.exceeded(cx, 'tokens', this.maxTokens, c.tokens);
+      throw this.stop;
+    }
+    return res;
+  }
+
+  toolsFor(nc: NodeCtx): Promise<ToolPort[]> {
+    const offerHandover = nc.offerHandoverTools;
+    const key = `${nc.cx.runId}\u0000${nc.node.id}\u0000${offerHandover ? 1 : 0}`;
+    let p = this.toolCache.get(key);
+    if (!p) {
+      p = this.buildTools(nc, offerHandover);
+      this.toolCache.set(key, p);
+      // A failed lookup (e.g. a server that would not start) is not cached.
+      p.catch(() => this.toolCache.delete(key));
+    }
+    return p;
+  }
+
+  private async buildTools(nc: NodeCtx, offerHandover: boolean): Promise<ToolPort[]> {
+    const node = nc.node;
+    const cx = nc.cx;
+    const ports: ToolPort[] = [];
+    const host = this.options.tools;
+    if (host) {
+      const hctx: ToolHostContext = {
+        runId: this.runId,
+        state: nc.state,
+        signal: this.signal,
+        emit: (e) => this.emit(cx, { ...e }),
+      };
+      if (this.options.dataDir !== undefined) hctx.dataDir = this.options.dataDir;
+      const handles = await host.toolsFor(node.id, hctx);
+      for (const h of handles) ports.push(this.mcpPort(cx, node.id, h));
+    }
+    for (const e of node.delegates) ports.push(this.delegatePort(cx, node, e));
+    if (offerHandover)
+      for (const e of node.out) {
+        const target = this.graph.nodes.get(e.target)!;
+        ports.push({
+          name: `handover_to_${e.target.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, 64),
+          description:
+            e.config.description ??
+            `Hand the work over to ${target.label}${typeof target.config.role === 'string' ? ` (${target.config.role})` : ''}.`,
+          parameters: {
+            type: 'object',
+            properties: { note: { type: 'string', description: 'Optional note for the receiver.' } },
+          },
+          source: 'handover',
+          edgeId: e.id,
+          call: async (args, callId) => {
+            this.toolEvent(cx, node.id, 'tool.called', { callId, tool: `handover_to_${e.target}`, args });
+            if (typeof args.note === 'string' && args.note !== '')
+              this.addInbox(cx, e.target, {
+                kind: 'directive',
+                text: args.note.slice(0, 10_000),
+                from: node.id,
+              });
+            const content = `Handing over to ${target.label}.`;
+            this.toolEvent(cx, node.id, 'tool.result', {
+              callId,
+              tool: `handover_to_${e.target}`,
+              result: content,
+              isError: false,
+            });
+            return { content, isError: false };
+          },
+        });
+      }
+    const seen = new Set<string>();
+    for (const p of ports) {
+      if (seen.has(p.name))
+        throw new RunFailure('flow_invalid', `agent "${node.id}" has two tools named "${p.name}"`);
+      seen.add(p.name);
+    }
+    return ports;
+  }
+
+  private toolEvent(cx: Ctx, nodeId: string, type: string, fields: Record<string, unknown>): void {
+    fields.type = type;
+    fields.nodeId = nodeId;
+    this.emit(cx, fields);
+  }
+
+  private mcpPort(cx: Ctx, nodeId: string, h: ToolHandle): ToolPort {
+    return {
+      name: h.name,
+      description: h.description,
+      parameters: h.inputSchema,
+      source: 'mcp',
+      call: async (args, callId) => {
+        const g = this.gate(cx);
+        if (g) await g;
+        this.countStep(cx, nodeId);
+        this.toolEvent(cx, nodeId, 'tool.called', { callId, tool: h.name, args });
+        let res: { content: string; isError: boolean; structured?: unknown };
+        try {
+          res = await h.call(args, {
+            signal: this.signal,
+            onLog: (text) => this.emit(cx, { type: 'log', nodeId, level: 'info', text }),
+          });
+        } catch (e) {
+          if (this.stop) throw this.stop;
+          res = { content: `tool error: ${(e as Error).message ?? String(e)}`, isError: true };
+        }
+        if (this.stop) throw this.stop;
+        const shown =
+          res.content.length > MAX_TOOL_RESULT_IN_EVENT
+            ? `${res.content.slice(0, MAX_TOOL_RESULT_IN_EVENT)}…`
+            : res.content;
+        this.toolEvent(cx, nodeId, 'tool.result', {
+          callId,
+          tool: h.name,
+          result: shown,
+          isError: res.isError,
+        });
+        return res;
+      },
+    };
+  }
+
+  private delegatePort(
+    cx: Ctx,
+    node: GNode,
+    e: { id: string; target: string; config?: Record<string, unknown> },
+  ): ToolPort {
+    const target = this.graph.nodes.get(e.target)!;
+    const cfg = (e.config ?? {}) as { toolName?: string; description?: string };
+    const name = cfg.toolName ?? `ask_${e.target.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, 64);
+    return {
+      name,
+      description:
+        cfg.description ??
+        `Delegate a task to ${target.label}${typeof target.config.role === 'string' ? ` (${target.config.role})` : ''}; returns its final answer.`,
+      parameters: {
+        type: 'object',
+        properties: { task: { type: 'string', description: 'What to do, with everything needed to do it.' } },
+        required: ['task'],
+      },
+      source: 'delegate',
+      call: async (args, callId) => {
+        const g = this.gate(cx);
+        if (g) await g;
+        this.countStep(cx, node.id);
+        this.emit(cx, { type: 'tool.called', nodeId: node.id, edgeId: e.id, callId, tool: name, args });
+        const res = await this.runNested(cx, target, String(args.task), callId);
+        this.emit(cx, {
+          type: 'tool.result',
+          nodeId: node.id,
+          edgeId: e.id,
+          callId,
+          tool: name,
+          result: res.content,
+          isError: res.isError,
+        });
+        return res;
+      },
+    };
+  }
+
+  /** Agent-as-tool: the target runs as a nested run whose events name this run and call. */
+  private async runNested(
+    parent: Ctx,
+    target: GNode,
+    task: string,
+    callId: string,
+  ): Promise<{ content: string; isError: boolean }> {
+    if (parent.depth + 1 > MAX_DELEGATION_DEPTH)
+      return { content: `delegation deeper than ${MAX_DELEGATION_DEPTH} levels is refused`, isError: true };
+    const cx: Ctx = {
+      runId: `${parent.runId}~${++this.nestedCount}`,
+      parentRunId: parent.runId,
+      parentCallId: callId,
+      data: newRunData({ task }, { counters: parent.data.counters, state: parent.data.state }),
+      depth: parent.depth + 1,
+    };
+    this.emit(cx, { type: 'run.started', flowId: this.flow.id, input: { task } });
+    this.appendMessage(cx, { role: 'user', author: 'user', content: task, to: target.id });
+    const cursor: Cursor = { at: target.id, scopes: [rootScope(this.now())], stopAfter: target.id };
+    if (target.parent !== undefined) cursor.scopes[0]!.team = null;
+    try {
+      await this.drive(cx, cursor);
+    } catch (e) {
+      if (this.stop) throw this.stop;
+      const error = errorInfo(e);
+      this.emit(cx, { type: 'run.failed', error });
+      return { content: `the delegated run failed: ${error.message}`, isError: true };
+    }
+    const last = cx.data.transcript[cx.data.transcript.length - 1];
+    const output = last && last.author !== 'user' ? last.content : '';
+    this.emit(cx, { type: 'run.completed', output });
+    return { content: output, isError: false };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Human input
+
+  async ask(nc: NodeCtx, question: string, options?: string[]): Promise<string> {
+    const cx = nc.cx;
+    const nodeId = nc.node.id;
+    const ev: Record<string, unknown> = { type: 'input.requested', nodeId, question };
+    if (options) ev.options = options;
+    this.emit(cx, ev);
+    let answer = this.takeAnswer(cx, nodeId);
+    if (answer === undefined) {
+      if ((this.options.humanInput ?? 'wait') === 'fail')
+        throw new NodeError(
+          'human_input_required',
+          `human node "${nodeId}" needs an answer to "${question.slice(0, 200)}" and none was supplied`,
+          1,
+          false,
+        );
+      const timeoutMs = typeof nc.node.config.timeoutMs === 'number' ? nc.node.config.timeoutMs : undefined;
+      this.status = 'waiting';
+      const cp = this.checkpoint(cx);
+      if (cp) await cp;
+      answer = await new Promise<string>((resolve, reject) => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        this.waiters.set(nodeId, (a) => {
+          if (timer) clearTimeout(timer);
+          this.waiters.delete(nodeId);
+          resolve(a);
+        });
+        if (timeoutMs !== undefined)
+          timer = setTimeout(() => {
+            this.waiters.delete(nodeId);
+            reject(
+              new NodeError(
+                'human_timeout',
+                `human node "${nodeId}" got no answer within ${timeoutMs} ms`,
+                1,
+                false,
+              ),
+            );
+          }, timeoutMs);
+      });
+      if (this.stop) throw this.stop;
+      this.status = 'running';
+    }
+    this.emit(cx, { type: 'input.received', nodeId, answer });
+    return answer;
+  }
+
+  private takeAnswer(cx: Ctx, nodeId: string): string | undefined {
+    for (const key of [nodeId, '*']) {
+      const l = this.pendingAnswers.get(key);
+      if (l && l.length > 0) return l.shift();
+    }
+    const given = this.options.answers?.[nodeId];
+    if (given === undefined) return undefined;
+    if (typeof given === 'string') return given;
+    const pos = cx.data.answerPos[nodeId] ?? 0;
+    if (pos >= given.length) return undefined;
+    cx.data.answerPos[nodeId] = pos + 1;
+    return given[pos];
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The control loop
+
+  /** Runs one cursor until it is done. Iterative: one node per iteration. */
+  private async drive(cx: Ctx, cur: Cursor): Promise<void> {
+    while (!cur.done) {
+      if (this.stop) throw this.stop;
+      if (this.pauseRequested || this.pauseGate) await this.pauseNow(cx, 'requested');
+      if (cur.fork) {
+        await this.runFork(cx, cur);
+        continue;
+      }
+      const scope = cur.scopes[cur.scopes.length - 1]!;
+      if (cur.at === null) {
+        if (cur.scopes.length === 1) {
+          cur.done = true;
+          break;
+        }
+        await this.leaveTeam(cx, cur, 'no further member');
+        continue;
+      }
+      if (cur.stopAt !== undefined && cur.at === cur.stopAt) {
+        cur.done = true;
+        break;
+      }
+      const node = this.graph.nodes.get(cur.at);
+      if (!node)
+        throw new RunFailure('flow_invalid', `control reached "${cur.at}", which is not a node of the flow`);
+      // Team termination is checked before each member turn.
+      if (scope.team !== null && node.parent === scope.team && scope.turns > 0) {
+        const team = this.graph.nodes.get(scope.team)!;
+        const reason = (team.behavior as TeamBehavior).terminated(
+          team.config,
+          scope,
+          this.lastMessage(cx),
+          this.now(),
+        );
+        if (reason !== undefined) {
+          await this.leaveTeam(cx, cur, reason);
+          continue;
+        }
+      }
+      if (node.role === 'team') {
+        await this.enterTeam(cx, cur, node, undefined);
+        continue;
+      }
+      const outcome = await this.execute(cx, cur, node);
+      if (isFailed(outcome)) {
+        await this.onFailure(cx, cur, node, outcome.failed);
+        continue;
+      }
+      await this.route(cx, cur, node, outcome);
+      if (cur.stopAfter === node.id && cur.scopes.length === 1) cur.done = true;
+      const cp = this.checkpoint(cx);
+      if (cp) await cp;
+      if (this.stepping && (node.role === 'agent' || node.role === 'decider' || node.role === 'human')) {
+        this.stepping = false;
+        this.pauseRequested = true;
+      }
+    }
+  }
+
+  private lastMessage(cx: Ctx): Message | undefined {
+    const t = cx.data.transcript;
+    return t[t.length - 1];
+  }
+
+  private async runFork(cx: Ctx, cur: Cursor): Promise<void> {
+    const fork = cur.fork!;
+    await Promise.all(fork.branches.map((b) => (b.done ? undefined : this.drive(cx, b))));
+    // Merge in branch (edge) order, whatever order they finished in.
+    const d = cx.data;
+    const parts: string[] = [];
+    const values: unknown[] = [];
+    for (const b of fork.branches) {
+      const m = b.lastSeq !== undefined ? d.transcript.find((x) => x.seq === b.lastSeq) : undefined;
+      values.push(m ? (m.json ?? m.content) : null);
+      parts.push(m ? `[${m.author}] ${m.content}` : '[no result]');
+    }
+    cur.fork = undefined;
+    cur.at = fork.join;
+    const merged: Omit<Message, 'seq'> = {
+      role: 'user',
+      author: fork.origin,
+      content: parts.join('\n\n'),
+      json: values,
+    };
+    if (fork.join !== null) merged.to = fork.join;
+    const m = this.appendMessage(cx, merged, fork.origin);
+    cur.lastSeq = m.seq;
+    if (fork.join !== null)
+      this.addInbox(cx, fork.join, {
+        kind: 'briefing',
+        text: `Results of the parallel branches:\n\n${merged.content}`,
+        from: fork.origin,
+      });
+  }
+
+  private candidatesFor(cur: Cursor, node: GNode): Candidate[] {
+    const scope = cur.scopes[cur.scopes.length - 1]!;
+    let edges: GEdge[] = node.out;
+    if (scope.mode === 'fsm' && scope.team !== null && node.role === 'decider' && scope.state !== undefined) {
+      const team = this.graph.nodes.get(scope.team)!;
+      if (team.config.decider === node.id) edges = this.graph.nodes.get(scope.state)?.out ?? [];
+    }
+    return edges.map((e) => this.candidate(e));
+  }
+
+  private candidate(e: GEdge): Candidate {
+    const t = this.graph.nodes.get(e.target)!;
+    const c: Candidate = { edgeId: e.id, target: e.target, label: e.label ?? t.label };
+    if (typeof t.config.role === 'string') c.role = t.config.role;
+    if (e.config.description !== undefined) c.description = e.config.description;
+    if (e.config.branch !== undefined) c.branch = e.config.branch;
+    if (e.config.escalation) c.escalation = true;
+    return c;
+  }
+
+  /** Runs one node: events, observers, retries, commit. Returns its outcome or its failure. */
+  private async execute(cx: Ctx, cur: Cursor, node: GNode): Promise<Outcome | Failed> {
+    if (this.breakpoints.has(node.id)) await this.pauseNow(cx, `breakpoint at ${node.id}`);
+    const beh = node.behavior as FlowBehavior | undefined;
+    if (beh?.type !== 'flow')
+      throw new RunFailure(
+        'flow_invalid',
+        `node "${node.id}" of kind "${node.kind}" cannot be on the control path`,
+      );
+    this.countStep(cx, node.id);
+    const turnBearing =
+      node.role === 'agent' || node.role === 'decider' || node.role === 'human' || node.role === 'step';
+    this.emit(cx, { type: 'node.started', nodeId: node.id });
+    const d = cx.data;
+    let turn = 0;
+    if (turnBearing) {
+      turn = ++d.counters.turns;
+      this.emit(cx, { type: 'turn.started', nodeId: node.id, turn });
+    }
+    const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
+    if (node.role === 'agent' && node.observers.length > 0)
+      await this.runObservers(cx, nc, 'before', undefined);
+    const maxAttempts = 1 + (node.role === 'agent' ? ((node.config.retries as number | undefined) ?? 1) : 0);
+    let outcome: Outcome | undefined;
+    const rejections = new Map<string, number>();
+    for (let attempt = 1; ; ) {
+      try {
+        const o: Outcome = await beh.run(nc);
+        if (this.stop) throw this.stop;
+        if (node.role === 'agent' && o.message && node.observers.length > 0) {
+          const verdict = await this.runGuards(cx, nc, o, rejections);
+          if (verdict === 'retry') {
+            nc.resetTurn();
+            continue;
+          }
+        }
+        outcome = o;
+        break;
+      } catch (e) {
+        if (this.stop) throw this.stop;
+        if (e instanceof RunFailure) throw e;
+        const retryable =
+          !(e instanceof NodeError && !e.retryable) && !(e instanceof ModelError && e.code === 'cancelled');
+        if (retryable && attempt < maxAttempts) {
+          attempt++;
+          this.emit(cx, {
+            type: 'log',
+            nodeId: node.id,
+            level: 'warn',
+            text: `retrying ${node.id} (attempt ${attempt}): ${(e as Error).message}`,
+          });
+          nc.resetTurn();
+          continue;
+        }
+        const error = errorInfo(e);
+        if (error.attempts === undefined) error.attempts = attempt;
+        if (turnBearing) this.turnCompleted(cx, nc, turn);
+        this.emit(cx, { type: 'node.failed', nodeId: node.id, error });
+        return { failed: error };
+      }
+    }
+    this.commit(cx, cur, nc, outcome);
+    if (turnBearing) this.turnCompleted(cx, nc, turn);
+    if (node.role === 'agent' && node.observers.length > 0) await this.runObservers(cx, nc, 'after', outcome);
+    const done: Record<string, unknown> = { type: 'node.completed', nodeId: node.id };
+    if (outcome.output !== undefined) done.output = outcome.output;
+    this.emit(cx, done);
+    return outcome;
+  }
+
+  private turnCompleted(cx: Ctx, nc: NodeCtx, turn: number): void {
+    const ev: Record<string, unknown> = {
+      type: 'turn.completed',
+      nodeId: nc.node.id,
+      turn,
+      usage: { promptTokens: nc.promptTokens, completionTokens: nc.completionTokens },
+    };
+    if (nc.modelName !== undefined) ev.model = nc.modelName;
+    this.emit(cx, ev);
+  }
+
+  private commit(cx: Ctx, cur: Cursor, nc: NodeCtx, o: Outcome): void {
+    const d = cx.data;
+    const node = nc.node;
+    // Inbox items read by this turn are consumed now, so a turn redone after a crash still sees them.
+    if (nc.inboxTaken.length > 0) {
+      const list = d.inbox[node.id];
+      if (list) {
+        const taken = new Set(nc.inboxTaken);
+        d.inbox[node.id] = list.filter((i) => !taken.has(i));
+      }
+    }
+    if (o.message) {
+      const m: Omit<Message, 'seq'> = {
+        role: node.role === 'human' ? 'user' : 'assistant',
+        author: node.id,
+        content: o.message.content,
+      };
+      if (o.message.json !== undefined) m.json = o.message.json;
+      if (o.message.to !== undefined) m.to = o.message.to;
+      const msg = this.appendMessage(cx, m, node.id);
+      cur.lastSeq = msg.seq;
+      if (nc.tracksRate) {
+        const now = this.now();
+        d.recent[node.id] ??= [];
+        const r = d.recent[node.id]!;
+        r.push(now);
+        while (r.length > 0 && now - r[0]! > 60_000) r.shift();
+      }
+    }
+    if (o.state) for (const k of Object.keys(o.state)) nc.state.set(k, o.state[k]);
+    if (o.grantMic !== undefined) d.mic = o.grantMic;
+    if (o.output !== undefined) {
+      d.output = o.output;
+      d.hasOutput = true;
+    }
+    d.counters.byNode[node.id] ??= emptyUsage();
+    const u = d.counters.byNode[node.id]!;
+    u.turns++;
+    u.promptTokens += nc.promptTokens;
+    u.completionTokens += nc.completionTokens;
+    const speaks = node.role === 'agent' || node.role === 'human';
+    const tokens = nc.promptTokens + nc.completionTokens;
+    for (let i = 1; i < cur.scopes.length; i++) {
+      const s = cur.scopes[i]!;
+      s.tokens += tokens;
+      if (speaks) s.turns++;
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Observers
+
+  private observerNodes(node: GNode): GNode[] {
+    const out: GNode[] = [];
+    for (const id of node.observers) {
+      const o = this.graph.nodes.get(id);
+      if (o && (o.behavior as ObserverBehavior | undefined)?.type === 'observer') out.push(o);
+    }
+    return out;
+  }
+
+  /** Guards check the message a turn produced before it is committed. */
+  private async runGuards(
+    cx: Ctx,
+    nc: NodeCtx,
+    o: Outcome,
+    rejections: Map<string, number>,
+  ): Promise<'ok' | 'retry'> {
+    for (const obs of this.observerNodes(nc.node)) {
+      if (obs.config.type !== 'guard') continue;
+      const beh = obs.behavior as ObserverBehavior;
+      if (!beh.runsAt(obs.config, 'after')) continue;
+      const oc = new ObserverCtx(this, cx, obs, nc, 'after', o, rejections.get(obs.id) ?? 0);
+      const v = await beh.observe(oc);
+      if (v.action !== 'violation') continue;
+      const n = (rejections.get(obs.id) ?? 0) + 1;
+      rejections.set(obs.id, n);
+      const base = { type: 'observer.fired', nodeId: obs.id, observer: obs.id, target: nc.node.id };
+      if (v.onViolation === 'retry' && n <= v.maxRetries) {
+        this.emit(cx, { ...base, action: 'retry', detail: { reason: v.reason, attempt: n } });
+        nc.extraInbox.push({
+          kind: 'directive',
+          text: `Your last message was rejected: ${v.reason}. Try again.`,
+          from: obs.id,
+          order: 0,
+        });
+        return 'retry';
+      }
+      const d = cx.data;
+      d.counters.failures[nc.node.id] = (d.counters.failures[nc.node.id] ?? 0) + 1;
+      if (v.onViolation === 'escalate' && v.escalateTo !== undefined) {
+        this.emit(cx, { ...base, action: 'escalate', detail: { reason: v.reason, to: v.escalateTo } });
+        o.escalateTo = v.escalateTo;
+        delete o.message;
+        delete o.route;
+        return 'ok';
+      }
+      this.emit(cx, { ...base, action: 'block', detail: { reason: v.reason } });
+      delete o.message;
+      return 'ok';
+    }
+    return 'ok';
+  }
+
+  private async runObservers(
+    cx: Ctx,
+    nc: NodeCtx,
+    phase: 'before' | 'after',
+    o: Outcome | undefined,
+  ): Promise<void> {
+    for (const obs of this.observerNodes(nc.node)) {
+      if (obs.config.type === 'guard') continue;
+      const beh = obs.behavior as ObserverBehavior;
+      if (!beh.runsAt(obs.config, phase)) continue;
+      const oc = new ObserverCtx(this, cx, obs, nc, phase, o, 0);
+      const r = await beh.observe(oc);
+      const base = { type: 'observer.fired', nodeId: obs.id, observer: obs.id, target: nc.node.id };
+      if (r.action === 'summary') {
+        cx.data.summaries[obs.id] = r.summary;
+        this.emit(cx, {
+          ...base,
+          action: 'summary',
+          detail: { coversSeq: r.summary.coversSeq, text: r.summary.text },
+        });
+      } else if (r.action === 'remind') {
+        this.addInbox(cx, nc.node.id, { kind: 'reflection', text: r.text, from: obs.id });
+        this.emit(cx, { ...base, action: 'remind', detail: { text: r.text } });
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Routing
+
+  private async onFailure(cx: Ctx, cur: Cursor, node: GNode, error: EventError): Promise<void> {
+    const d = cx.data;
+    const scope = cur.scopes[cur.scopes.length - 1]!;
+    const failures = (d.counters.failures[node.id] ?? 0) + 1;
+    d.counters.failures[node.id] = failures;
+    if (scope.mode === 'fsm' && scope.team !== null && node.parent === scope.team) {
+      const team = this.graph.nodes.get(scope.team)!;
+      const max = (team.config.maxFailures as number | undefined) ?? 3;
+      if (failures < max) {
+        // The state is retried; the transition function sees the failure counter.
+        this.emit(cx, {
+          type: 'log',
+          nodeId: node.id,
+          level: 'warn',
+          text: `${node.id} failed (${failures}/${max}); retrying the state`,
+        });
+        return;
+      }
+      const esc = node.out.find((e) => e.config.escalation) ?? team.out.find((e) => e.config.escalation);
+      if (esc) {
+        this.emit(cx, {
+          type: 'log',
+          nodeId: node.id,
+          level: 'warn',
+          text: `${node.id} failed ${failures} times; escalating along ${esc.id}`,
+        });
+        d.counters.failures[node.id] = 0;
+        await this.take(cx, cur, this.graph.nodes.get(esc.source)!, [esc]);
+        return;
+      }
+      throw new RunFailure(
+        'node_failed',
+        `"${node.id}" failed ${failures} times in FSM team "${team.id}" and no escalation edge is drawn: ${error.message}`,
+        failures,
+        error.code,
+      );
+    }
+    throw new RunFailure(
+      error.code === 'human_input_required' ? 'human_input_required' : error.code,
+      error.message,
+      error.attempts,
+      error.cause,
+    );
+  }
+
+  private async route(cx: Ctx, cur: Cursor, node: GNode, o: Outcome): Promise<void> {
+    if (o.escalateTo !== undefined) {
+      await this.moveTo(cx, cur, o.escalateTo);
+      return;
+    }
+    const scope = cur.scopes[cur.scopes.length - 1]!;
+    if (scope.team !== null && node.parent === scope.team) {
+      const team = this.graph.nodes.get(scope.team)!;
+      if (scope.mode === 'groupChat') {
+        const speakerDecider = (team.config.speaker as { decider?: string } | undefined)?.decider;
+        if (
+          node.id === speakerDecider &&
+          (team.config.speaker as { strategy?: string }).strategy === 'decider'
+        ) {
+          if (o.route && 'done' in o.route) cur.at = null;
+          else if (o.route) await this.take(cx, cur, node, this.edgesById(node, o.route.edges));
+          else cur.at = null;
+          return;
+        }
+        await this.runTerminationDecider(cx, cur, team);
+        if (cur.at === null) return;
+        await this.selectSpeaker(cx, cur, team);
+        return;
+      }
+      if (scope.mode === 'fsm') {
+        const decider = team.config.decider as string | undefined;
+        if (node.id === decider) {
+          if (!o.route || 'done' in o.route) {
+            cur.at = null;
+            return;
+          }
+          const from = this.graph.nodes.get(scope.state ?? '')!;
+          await this.take(cx, cur, from, this.edgesById(from, o.route.edges));
+          return;
+        }
+        scope.state = node.id;
+        if (o.route && 'done' in o.route) {
+          cur.at = null;
+          return;
+        }
+        if (decider !== undefined) {
+          cur.at = decider;
+          return;
+        }
+      }
+    }
+    if (o.route && 'done' in o.route) {
+      cur.at = null;
+      return;
+    }
+    if (scope.team !== null && scope.mode === 'handover') {
+      await this.runTerminationDecider(cx, cur, this.graph.nodes.get(scope.team)!);
+      if (cur.at === null) return;
+    }
+    const edges = o.route ? this.edgesById(node, o.route.edges) : this.defaultEdges(node);
+    await this.take(cx, cur, node, edges);
+  }
+
+  private edgesById(node: GNode, ids: readonly string[]): GEdge[] {
+    const out: GEdge[] = [];
+    for (const id of ids) {
+      const e = node.out.find((x) => x.id === id);
+      if (!e)
+        throw new RunFailure('flow_invalid', `"${node.id}" chose edge "${id}", which does not leave it`);
+      out.push(e);
+    }
+    return out;
+  }
+
+  /** Without an explicit choice: one edge is followed; several fan out, except from an agent (it chose none: its answer ends the scope). */
+  private defaultEdges(node: GNode): GEdge[] {
+    if (node.out.length <= 1) return node.out;
+    if (node.role === 'agent') return [];
+    if (node.role === 'human') return node.out.filter((e) => e.config.branch === undefined);
+    return node.out;
+  }
+
+  /** Follows edges: none ends the scope, one moves, several fork parallel branches. */
+  private async take(cx: Ctx, cur: Cursor, from: GNode, edges: GEdge[]): Promise<void> {
+    if (edges.length === 0) {
+      cur.at = null;
+      return;
+    }
+    for (const e of edges) {
+      this.emit(cx, { type: 'handover', nodeId: from.id, edgeId: e.id, from: e.source, to: e.target });
+      this.applyProtocol(cx, from, e);
+    }
+    if (edges.length === 1) {
+      await this.moveTo(cx, cur, edges[0]!.target);
+      return;
+    }
+    const targets = edges.map((e) => e.target);
+    const join = joinNode(this.graph, targets);
+    cur.fork = {
+      origin: from.id,
+      join,
+      edges: edges.map((e) => e.id),
+      branches: targets.map((t) => ({
+        at: t,
+        scopes: cur.scopes.map((s) => ({ ...s })),
+        stopAt: join,
+      })),
+    };
+    cur.at = null;
+  }
+
+  /** The handover protocol: what context goes along, and a briefing as the receiver's first inbox item. */
+  private applyProtocol(cx: Ctx, from: GNode, e: GEdge): void {
+    const d = cx.data;
+    const to = e.target;
+    const c = e.config;
+    const ctxMode = c.context?.mode ?? 'all';
+    if (ctxMode === 'all') {
+      if (d.floors[to] !== undefined) delete d.floors[to];
+    } else if (ctxMode === 'lastN') {
+      const n = c.context?.n ?? 1;
+      const t = d.transcript;
+      d.floors[to] = t.length >= n ? t[t.length - n]!.seq : 0;
+    } else d.floors[to] = d.msgSeq + 1;
+    const last = d.transcript[d.transcript.length - 1];
+    if (last && this.graph.threads.has(to) && last.author !== to) this.thread(d, to).push(last.seq);
+    let package_ = '';
+    if (ctxMode === 'summary') {
+      const s = this.summaryFor(cx, from);
+      package_ = s ? `Summary so far:\n${s.text}` : '';
+    } else if (ctxMode === 'state') {
+      const keys = c.context?.keys ?? [];
+      const picked: Record<string, unknown> = {};
+      for (const k of keys) picked[k] = getPath(d.state, k);
+      package_ = `State:\n${JSON.stringify(picked)}`;
+    }
+    if (c.briefing !== undefined || package_ !== '') {
+      const briefing = c.briefing
+        ? renderTemplate(c.briefing, {
+            task: d.task,
+            last: last?.content ?? '',
+            state: d.state,
+            input: d.input,
+            from: from.id,
+          })
+        : '';
+      const text = [briefing, package_].filter((s) => s !== '').join('\n\n');
+      this.addInbox(cx, to, { kind: 'briefing', text, from: e.id });
+    }
+  }
+
+  summaryFor(cx: Ctx, node: GNode): Summary | undefined {
+    for (const id of node.observers) {
+      const s = cx.data.summaries[id];
+      if (s) return s;
+    }
+    if (node.role === 'observer') return cx.data.summaries[node.id];
+    return undefined;
+  }
+
+  /** Moves control to a node, leaving and entering team scopes as needed. */
+  private async moveTo(cx: Ctx, cur: Cursor, target: string): Promise<void> {
+    const node = this.graph.nodes.get(target);
+    if (!node) throw new RunFailure('flow_invalid', `no node "${target}"`);
+    // Leave scopes the target is not inside of (without following the teams' own edges).
+    while (cur.scopes.length > 1) {
+      const top = cur.scopes[cur.scopes.length - 1]!;
+      if (top.team !== null && node.ancestors.includes(top.team)) break;
+      cur.scopes.pop();
+      this.emit(cx, { type: 'node.completed', nodeId: top.team!, output: `left for ${target}` });
+    }
+    // Enter teams between the current scope and the target.
+    const topTeam = cur.scopes[cur.scopes.length - 1]!.team;
+    const startAt = topTeam === null ? 0 : node.ancestors.indexOf(topTeam) + 1;
+    for (let i = startAt; i < node.ancestors.length; i++) {
+      const team = this.graph.nodes.get(node.ancestors[i]!)!;
+      await this.enterTeam(cx, cur, team, node.ancestors[i + 1] ?? target);
+    }
+    cur.at = target;
+  }
+
+  private async enterTeam(
+    cx: Ctx,
+    cur: Cursor,
+    team: GNode,
+    entryOverride: string | undefined,
+  ): Promise<void> {
+    this.countStep(cx, team.id);
+    this.emit(cx, { type: 'node.started', nodeId: team.id });
+    const mode = (team.config.mode as 'handover' | 'groupChat' | 'fsm' | undefined) ?? 'handover';
+    const scope: Scope = { team: team.id, mode, turns: 0, tokens: 0, startedAt: this.now(), spoken: 0 };
+    cur.scopes.push(scope);
+    const d = cx.data;
+    const entry = entryOverride ?? this.graph.entry.get(team.id) ?? null;
+    // What was handed to the team goes to its first member.
+    const items = d.inbox[team.id];
+    if (items && items.length > 0 && entry !== null) {
+      delete d.inbox[team.id];
+      for (const it of items)
+        this.addInbox(cx, entry, { kind: it.kind, text: it.text, from: it.from ?? team.id });
+    }
+    const floor = d.floors[team.id];
+    if (floor !== undefined) for (const m of this.graph.members.get(team.id) ?? []) d.floors[m.id] = floor;
+    if (mode === 'groupChat' && entryOverride === undefined) {
+      cur.at = null;
+      await this.selectSpeaker(cx, cur, team);
+      return;
+    }
+    cur.at = entry;
+  }
+
+  private async leaveTeam(cx: Ctx, cur: Cursor, reason: string): Promise<void> {
+    const scope = cur.scopes.pop()!;
+    const team = this.graph.nodes.get(scope.team!)!;
+    const last = this.lastMessage(cx);
+    this.emit(cx, { type: 'log', nodeId: team.id, level: 'info', text: `team ${team.id} ended: ${reason}` });
+    this.emit(cx, {
+      type: 'node.completed',
+      nodeId: team.id,
+      output: last ? (last.json ?? last.content) : '',
+    });
+    if (cur.stopAfter === team.id && cur.scopes.length === 1) {
+      cur.done = true;
+      cur.at = null;
+      return;
+    }
+    await this.route(cx, cur, team, {});
+    if (cur.stopAfter === team.id && cur.scopes.length === 1) cur.done = true;
+  }
+
+  /** Group chat: who speaks next (round robin, an LLM manager, or a decider member). */
+  private async selectSpeaker(cx: Ctx, cur: Cursor, team: GNode): Promise<void> {
+    const scope = cur.scopes[cur.scopes.length - 1]!;
+    const reason = (team.behavior as TeamBehavior).terminated(
+      team.config,
+      scope,
+      this.lastMessage(cx),
+      this.now(),
+    );
+    if (reason !== undefined) {
+      cur.at = null;
+      this.emit(cx, { type: 'log', nodeId: team.id, level: 'info', text: `team ${team.id}: ${reason}` });
+      return;
+    }
+    const speaker = team.config.speaker as { strategy?: string; decider?: string } | undefined;
+    if (speaker?.strategy === 'decider' && speaker.decider) {
+      cur.at = speaker.decider;
+      return;
+    }
+    const tc = new TeamCtx(this, cx, team, cur, scope);
+    const next = await (team.behavior as TeamBehavior).nextSpeaker(tc);
+    this.emit(cx, {
+      type: 'turn.completed',
+      nodeId: team.id,
+      turn: Math.max(1, cx.data.counters.turns),
+      usage: { promptTokens: tc.promptTokens, completionTokens: tc.completionTokens },
+      ...(tc.modelName !== undefined ? { model: tc.modelName } : {}),
+    });
+    if ('done' in next) {
+      this.emit(cx, { type: 'decision', nodeId: team.id, choice: 'done', reason: next.reason });
+      cur.at = null;
+      return;
+    }
+    this.emit(cx, { type: 'decision', nodeId: team.id, choice: next.speaker, reason: next.reason });
+    scope.spoken++;
+    scope.lastSpeaker = next.speaker;
+    cur.at = next.speaker;
+  }
+
+  /** A team's `termination.decider` (when not its speaker or FSM decider) may end it after any member turn. */
+  private async runTerminationDecider(cx: Ctx, cur: Cursor, team: GNode): Promise<void> {
+    const id = (team.config.termination as { decider?: string } | undefined)?.decider;
+    if (id === undefined) return;
+    if (
+      id === (team.config.speaker as { decider?: string } | undefined)?.decider ||
+      id === team.config.decider
+    )
+      return;
+    const decider = this.graph.nodes.get(id);
+    if (!decider) return;
+    const o = await this.execute(cx, cur, decider);
+    if (isFailed(o)) throw new RunFailure(o.failed.code, o.failed.message);
+    if (o.route && 'done' in o.route) cur.at = null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contexts handed to behaviours
+
+class StateView implements StateAccess {
+  constructor(private readonly d: RunData) {}
+  get(path: string): unknown {
+    return getPath(this.d.state, path);
+  }
+  set(key: string, value: unknown): void {
+    if (key === '__proto__' || key === 'constructor' || key === 'prototype') return;
+    this.d.state[key] = value;
+  }
+  snapshot(): Readonly<Record<string, unknown>> {
+    return this.d.state;
+  }
+}
+
+class BoundModel implements ModelPort {
+  constructor(
+    private readonly run: Run,
+    private readonly nc: NodeCtx,
+    readonly name: string,
+  ) {}
+  complete(call: ModelCall): Promise<ModelReply> {
+    return this.run.callModel(this.nc, this.name, call);
+  }
+}
+
+/** The context of one node execution; also its RunView. No per-step closures beyond this object. */
+export class NodeCtx implements NodeContext, Record<string, unknown> {
+  [k: string]: unknown;
+  promptTokens = 0;
+  completionTokens = 0;
+  modelName: string | undefined;
+  extraInbox: InboxItem[] = [];
+  inboxTaken: readonly InboxItem[];
+  readonly state: StateAccess;
+  readonly signal: AbortSignal;
+  readonly clock: { now(): number };
+  readonly tracksRate: boolean;
+  readonly offerHandoverTools: boolean;
+  private stateView: StateView | undefined;
+
+  constructor(
+    readonly engine: Run,
+    readonly cx: Ctx,
+    readonly node: GNode,
+    readonly candidates: Candidate[],
+    cur: Cursor,
+  ) {
+    this.inboxTaken = cx.data.inbox[node.id] ?? [];
+    this.signal = engine.signal;
+    this.clock = { now: Date.now };
+    this.state = this.stateView = new StateView(cx.data);
+    this.tracksRate = node.observers.length > 0;
+    const scope = cur.scopes[cur.scopes.length - 1]!;
+    this.offerHandoverTools =
+      node.role === 'agent' &&
+      node.out.length > 1 &&
+      (scope.mode === 'root' || scope.mode === 'handover') &&
+      cur.stopAfter !== node.id;
+  }
+
+  get run(): this {
+    return this;
+  }
+  get inbox(): readonly InboxItem[] {
+    return this.extraInbox.length === 0 ? this.inboxTaken : [...this.inboxTaken, ...this.extraInbox];
+  }
+  get memo() {
+    const d = this.cx.data;
+    const id = this.node.id;
+    return {
+      get: (key: string) => d.memo[id]?.[key],
+      set: (key: string, value: unknown) => {
+        d.memo[id] ??= {};
+        d.memo[id][key] = value;
+      },
+    };
+  }
+  resetTurn(): void {
+    // Usage of failed attempts still counts; only the per-turn tool cache is kept.
+    this.stateView ??= new StateView(this.cx.data);
+  }
+
+  // RunView
+  get runId(): string {
+    return this.cx.runId;
+  }
+  get input(): unknown {
+    return this.cx.data.input;
+  }
+  get task(): string {
+    return this.cx.data.task;
+  }
+  get transcript(): readonly Message[] {
+    return this.cx.data.transcript;
+  }
+  get counters(): Counters {
+    const c = this.cx.data.counters;
+    return { turns: c.turns, steps: c.steps, tokens: c.tokens, failures: c.failures };
+  }
+  get mic(): string | undefined {
+    return this.cx.data.mic;
+  }
+  summary(): Summary | undefined {
+    return this.engine.summaryFor(this.cx, this.node);
+  }
+  view(memory: MemoryPolicy): readonly Message[] {
+    const d = this.cx.data;
+    const id = this.node.id;
+    const opts: Parameters<typeof memoryView>[2] = { nodeId: id };
+    const floor = d.floors[id];
+    if (floor !== undefined) opts.floor = floor;
+    if (memory === 'thread') opts.thread = d.threads[id] ?? [];
+    if (memory === 'summary') {
+      const s = this.summary();
+      if (s) opts.summary = s;
+    }
+    return memoryView(d.transcript, memory, opts);
+  }
+
+  emit(event: BehaviorEvent): void {
+    const e = event as unknown as Record<string, unknown>;
+    if (e.nodeId === undefined) e.nodeId = this.node.id;
+    this.engine.emit(this.cx, e);
+  }
+  model(name?: string): ModelPort {
+    return new BoundModel(this.engine, this, name ?? 'default');
+  }
+  tools(): Promise<readonly ToolPort[]> {
+    return this.engine.toolsFor(this);
+  }
+  ask(question: string, options?: string[]): Promise<string> {
+    return this.engine.ask(this, question, options);
+  }
+  conditions(extra?: Partial<ConditionContext>): ConditionContext {
+    const d = this.cx.data;
+    const last = d.transcript[d.transcript.length - 1];
+    const c: ConditionContext = { state: d.state, counters: this.counters, input: d.input };
+    if (last) {
+      c.last = { content: last.content, author: last.author };
+      if (last.json !== undefined) c.last.json = last.json;
+    }
+    if (extra) Object.assign(c, extra);
+    return c;
+  }
+}
+
+class ObserverCtx extends NodeCtx implements ObserverContext {
+  readonly subject: string;
+  readonly pending?: { content: string; json?: unknown };
+  readonly toolCalls: number;
+  readonly recentBySubject: number;
+
+  constructor(
+    engine: Run,
+    cx: Ctx,
+    observer: GNode,
+    subject: NodeCtx,
+    readonly phase: 'before' | 'after',
+    o: Outcome | undefined,
+    readonly rejections: number,
+  ) {
+    super(engine, cx, observer, [], { at: null, scopes: [rootScope(0)] });
+    this.subject = subject.node.id;
+    if (o?.message) this.pending = o.message;
+    this.toolCalls = o?.toolCalls ?? 0;
+    const now = Date.now();
+    this.recentBySubject = (cx.data.recent[this.subject] ?? []).filter((t) => now - t <= 60_000).length;
+  }
+  override summary(): Summary | undefined {
+    return this.cx.data.summaries[this.node.id];
+  }
+}
+
+class TeamCtx extends NodeCtx implements TeamContext {
+  readonly members;
+  readonly stats;
+  constructor(engine: Run, cx: Ctx, team: GNode, cur: Cursor, scope: Scope) {
+    super(engine, cx, team, [], cur);
+    this.members = (engine.graph.members.get(team.id) ?? []).map((m) => {
+      const r: { id: string; kind: string; label: string; role?: string } = {
+        id: m.id,
+        kind: m.kind,
+        label: m.label,
+      };
+      if (typeof m.config.role === 'string') r.role = m.config.role;
+      return r;
+    });
+    this.stats = scope;
+    void asText;
+  }
+  override summary(): Summary | undefined {
+    return this.engine.summaryFor(this.cx, this.node);
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * The serialisable state of a run: what a checkpoint holds. Everything here is plain JSON so
+ * another process can resume from it. Control position lives in cursors (one per parallel
+ * branch), each with an explicit stack of team scopes — no JS call stack is part of the state.
+ */
+import type { InboxItem, Message, Summary } from '@switchboard/nodes';
+
+export type ScopeMode = 'root' | 'handover' | 'groupChat' | 'fsm';
+
+/** One activation of a team (or the flow's top level) on a cursor's scope stack. */
+export interface Scope {
+  team: string | null;
+  mode: ScopeMode;
+  turns: number;
+  tokens: number;
+  startedAt: number;
+  /** Group chat: speakers chosen so far. */
+  spoken: number;
+  lastSpeaker?: string;
+  /** FSM: the current state (member) whose transition the decider picks. */
+  state?: string;
+}
+
+/** A control position. Parallel branches are child cursors of a fork. */
+export interface Cursor {
+  /** The node that runs next; null when the innermost scope has nothing more to run. */
+  at: string | null;
+  scopes: Scope[];
+  fork?: { origin: string; join: string | null; edges: string[]; branches: Cursor[] };
+  /** Parallel branch: stop before entering this node (the join). */
+  stopAt?: string | null;
+  /** Delegated run: stop after this node completes. */
+  stopAfter?: string;
+  done?: boolean;
+  /** The last message this cursor committed (branch results at a join). */
+  lastSeq?: number;
+  /** A failure that is waiting to be handled by the enclosing FSM scope. */
+  escalateFrom?: string;
+}
+
+export interface NodeUsage {
+  turns: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface RunCounters {
+  turns: number;
+  steps: number;
+  tokens: number;
+  promptTokens: number;
+  completionTokens: number;
+  failures: Record<string, number>;
+  byNode: Record<string, NodeUsage>;
+  byModel: Record<string, NodeUsage>;
+}
+
+export interface RunData {
+  input: unknown;
+  task: string;
+  transcript: Message[];
+  msgSeq: number;
+  inbox: Record<string, InboxItem[]>;
+  inboxOrder: number;
+  /** Thread memory: seqs each tracked node sees (its own messages and what was handed to it). */
+  threads: Record<string, number[]>;
+  /** Handover context: messages before this seq are hidden from the node. */
+  floors: Record<string, number>;
+  /** Latest summary per summarizer observer. */
+  summaries: Record<string, Summary>;
+  /** Private memory per node (round-robin positions). */
+  memo: Record<string, Record<string, unknown>>;
+  mic?: string;
+  state: Record<string, unknown>;
+  counters: RunCounters;
+  /** Position in `options.answers` lists per human node. */
+  answerPos: Record<string, number>;
+  /** Message timestamps per author within the last minute (guard rate limits). */
+  recent: Record<string, number[]>;
+  output?: unknown;
+  hasOutput?: boolean;
+}
+
+export interface CheckpointData {
+  v: 1;
+  root: Cursor;
+  data: RunData;
+  /** Scripted providers' positions, by model name. */
+  providers: Record<string, unknown>;
+}
+
+export function inputText(input: unknown): string {
+  if (typeof input === 'string') return input;
+  if (input === undefined || input === null) return '';
+  if (typeof input === 'object' && typeof (input as { task?: unknown }).task === 'string')
+    return (input as { task: string }).task;
+  return JSON.stringify(input);
+}
+
+export function newCounters(): RunCounters {
+  return {
+    turns: 0,
+    steps: 0,
+    tokens: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    failures: {},
+    byNode: {},
+    byModel: {},
+  };
+}
+
+export function newRunData(
+  input: unknown,
+  shared?: { counters: RunCounters; state: Record<string, unknown> },
+): RunData {
+  return {
+    input,
+    task: inputText(input),
+    transcript: [],
+    msgSeq: 0,
+    inbox: {},
+    inboxOrder: 0,
+    threads: {},
+    floors: {},
+    summaries: {},
+    memo: {},
+    state: shared?.state ?? {},
+    counters: shared?.counters ?? newCounters(),
+    answerPos: {},
+    recent: {},
+  };
+}
+
+export function rootScope(now: number): Scope {
+  return { team: null, mode: 'root', turns: 0, tokens: 0, startedAt: now, spoken: 0 };
+}
