@@ -4,3 +4,6 @@
 export * from './engine/types.js';
 export * from './models/types.js';
 export * from './tools/types.js';
+export * from './engine/index.js';
+export { defaultModelFactory } from './models/factory.js';
+export { createScriptedProvider, parseScript, type ScriptEntry, ScriptedProvider } from './models/scripted.js';
