@@ -16,6 +16,12 @@ export const Id = Type.String({
   description: 'A stable identifier: ASCII letters, digits, `_ . : -`.',
 });
 
+/** Names of `models` and `mcpServers` entries, which nodes refer to. */
+export const RefName = Type.String({
+  pattern: '^[A-Za-z0-9_.-]+$',
+  description: 'A name of letters, digits, `_ . -`.',
+});
+
 export const Position = Type.Object({ x: Type.Number(), y: Type.Number() }, { additionalProperties: false });
 export const Size = Type.Object(
   { width: Type.Number({ minimum: 0 }), height: Type.Number({ minimum: 0 }) },
@@ -125,8 +131,8 @@ export const FlowDocument = Type.Object(
     id: Id,
     name: Type.String({ minLength: 1, maxLength: 200 }),
     description: Type.Optional(Type.String()),
-    models: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]+$' }), ModelConfig),
-    mcpServers: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]+$' }), McpServerConfig)),
+    models: Type.Record(RefName, ModelConfig),
+    mcpServers: Type.Optional(Type.Record(RefName, McpServerConfig)),
     budgets: Type.Optional(Budgets),
     nodes: Type.Array(FlowNode),
     edges: Type.Array(FlowEdge),

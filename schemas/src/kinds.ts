@@ -31,13 +31,27 @@ export interface KindInfo {
   nodeRefs?: readonly string[];
   /** Config fields holding an edge id of this flow. */
   edgeRefs?: readonly string[];
-  /** Whether a node of this kind can stop a cycle (it decides, waits for a person, or terminates). */
+  /**
+   * Config fields naming where control goes next: an outgoing handover edge of this node, or
+   * `"done"`. Defaults to `rules.*.to` and `default` for kinds with the `decider` role.
+   */
+  routeRefs?: readonly string[];
+  /**
+   * Whether a node of this kind stops a cycle of handovers it sits on (deciders and humans always
+   * do). For the `team` role it means the team's termination stops cycles among its members; a
+   * team that merely sits on a cycle does not stop it, since control leaves it and comes back.
+   */
   stopsCycles?: boolean | ((config: Record<string, unknown>) => boolean);
 }
 
 export interface KindCatalog {
   get(kind: string): KindInfo | undefined;
+  /** Every registered kind, for "did you mean" hints. Optional. */
+  list?(): readonly KindInfo[];
 }
+
+/** Route fields of a decider when its kind does not say otherwise (see `KindInfo.routeRefs`). */
+export const DEFAULT_DECIDER_ROUTES: readonly string[] = ['rules.*.to', 'default'];
 
 /** Roles that take part in control flow, i.e. may be joined by handover edges. */
 const FLOW_ROLES: ReadonlySet<KindRole> = new Set([

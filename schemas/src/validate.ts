@@ -2,111 +2,219 @@
  * The one validator: schema errors plus the semantic checks that make a flow runnable.
  * The editor, the REST API and the CLI all call this, so they give the same verdicts with
  * the same paths. Errors block a run; warnings never do.
+ *
+ * Order: structure (depth, size, reserved keys — before anything looks deeper), version
+ * (read first, migrated explicitly), schema (document shell, then each node, edge and server,
+ * stopping once the error cap is reached), then the graph.
  */
 
-import type { TSchema } from '@sinclair/typebox';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { type Problem, type ProblemCode, pointer, problem } from './codes.js';
+import { type TSchema, Type } from '@sinclair/typebox';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { type Problem, type ProblemCode, pointer, problem, quote } from './codes.js';
+import { Collector } from './collector.js';
 import { Condition } from './condition.js';
 import { EDGE_CONFIG_SCHEMAS } from './edges.js';
-import { FLOW_VERSION, type Flow, FlowDocument, type FlowNodeT } from './flow.js';
-import { checkConnection, type KindCatalog, type KindInfo } from './kinds.js';
-import { type ParseLimits, parseFlowText } from './parse.js';
+import { explainErrors, suggest } from './explain.js';
+import {
+  type Flow,
+  FlowDocument,
+  FlowEdge,
+  type FlowEdgeT,
+  FlowNode,
+  type FlowNodeT,
+  McpServerConfig,
+  RefName,
+} from './flow.js';
+import { type IdsAt, inspectDocument } from './inspect.js';
+import { checkConnection, DEFAULT_DECIDER_ROUTES, type KindCatalog, type KindInfo } from './kinds.js';
+import { type Migration, migrateFlow } from './migrate.js';
+import { DEFAULT_LIMITS, type ParseLimits, parseJsonBounded } from './parse.js';
 
 export interface ValidateOptions {
   kinds: KindCatalog;
   /** Errors beyond this are summarised by one `too-many-errors` problem. Default 200. */
   maxErrors?: number;
+  /** Size and nesting limits (defaults: `DEFAULT_LIMITS`). */
   limits?: ParseLimits;
+  /** Format migrations (default `FLOW_MIGRATIONS`); tests pass their own. */
+  migrations?: readonly Migration[];
 }
 
 export interface ValidationResult {
   ok: boolean;
   errors: Problem[];
   warnings: Problem[];
-  /** The document, typed, when it passed the schema (even if semantic errors remain). */
+  /** The document, typed (and migrated), when it passed the schema — even if semantic errors remain. */
   flow?: Flow;
 }
 
-// Our own schemas are trusted, so Ajv may compile them; schemas that come from flows are
-// never compiled (see `json-schema.ts`). `$data` stays off and error lists are capped below.
-const ajv = new Ajv({ allErrors: true, strict: false, $data: false, validateFormats: false });
+// Our own schemas and the kinds' schemas are code, so Ajv may compile them; schemas that come
+// from flows are never compiled (see `json-schema.ts`). `$data` stays off, error lists are capped
+// by validating item by item, and `verbose` lets `explain.ts` re-check union branches.
+const ajv = new Ajv({ allErrors: true, strict: false, $data: false, validateFormats: false, verbose: true });
 ajv.addSchema(Condition as object);
-let flowValidator: ValidateFunction | undefined;
-const compiled = new WeakMap<object, ValidateFunction>();
+const compiled = new WeakMap<object, ValidateFunction | null>();
 
-function compile(schema: TSchema): ValidateFunction {
+function compile(schema: TSchema): ValidateFunction | null {
   let fn = compiled.get(schema);
-  if (!fn) {
-    fn = ajv.compile(schema);
+  if (fn === undefined) {
+    try {
+      fn = ajv.compile(schema);
+    } catch {
+      fn = null;
+    }
     compiled.set(schema, fn);
   }
   return fn;
 }
 
-const SECRET_PATHS = [/^\/models\/[^/]+\/(apiKey|baseURL)$/, /^\/mcpServers\/[^/]+\/(env|headers)\/[^/]+$/];
-const ENV_REF = /\$\{env:/;
-// Shapes of well-known credentials. Deliberately specific, so prose mentioning "sk-" passes.
-const LITERAL_SECRET =
-  /\b(sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abpr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})\b/;
-const HIDDEN = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/;
+/** The document with nodes, edges and servers left open: they are checked one by one. */
+const FlowShell = Type.Object(
+  {
+    ...FlowDocument.properties,
+    mcpServers: Type.Optional(Type.Record(RefName, Type.Unknown())),
+    nodes: Type.Array(Type.Unknown()),
+    edges: Type.Array(Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
 
-class Collector {
-  errors: Problem[] = [];
-  warnings: Problem[] = [];
-  private dropped = 0;
-  constructor(private readonly max: number) {}
-  error(p: Problem): void {
-    if (this.errors.length < this.max) this.errors.push(p);
-    else this.dropped++;
-  }
-  warn(p: Problem): void {
-    if (this.warnings.length < this.max) this.warnings.push(p);
-  }
-  get full(): boolean {
-    return this.errors.length >= this.max;
-  }
-  finish(): void {
-    if (this.dropped > 0) this.errors.push(problem('too-many-errors', '', `${this.dropped} more`));
-  }
-}
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
 
-function ajvProblems(
-  errs: ErrorObject[] | null | undefined,
+/** Runs a compiled schema and reports its errors under `prefix`. Returns whether it passed. */
+function check(
+  schema: TSchema,
+  value: unknown,
   prefix: string,
   code: ProblemCode,
-  idsAt: (path: string) => { nodeId?: string; edgeId?: string },
-): Problem[] {
-  if (!errs) return [];
-  // A union reports a failure for every branch; the deepest path is the most useful one.
-  const seen = new Set<string>();
-  const out: Problem[] = [];
-  for (const e of errs) {
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
-    let path = prefix + e.instancePath;
-    let detail = e.message ?? 'invalid';
-    if (e.keyword === 'additionalProperties') {
-      const extra = String((e.params as { additionalProperty: string }).additionalProperty);
-      path += pointer(extra);
-      detail = `unknown property "${extra}"`;
-    } else if (e.keyword === 'required') {
-      detail = `missing property "${(e.params as { missingProperty: string }).missingProperty}"`;
-    } else if (e.keyword === 'const' || e.keyword === 'enum') {
-      const allowed =
-        (e.params as { allowedValue?: unknown; allowedValues?: unknown[] }).allowedValue ??
-        (e.params as { allowedValues?: unknown[] }).allowedValues;
-      detail = `must be ${JSON.stringify(allowed)}`;
-    }
-    const key = `${path}|${detail}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(problem(code, path, `${path || '/'} ${detail}`, idsAt(path)));
+  c: Collector,
+  ids: IdsAt,
+): boolean {
+  const fn = compile(schema);
+  if (!fn) {
+    c.error(problem(code, prefix, 'the schema of this kind cannot be compiled', ids(prefix)));
+    return false;
   }
-  return out;
+  if (fn(value)) return true;
+  for (const x of explainErrors(ajv, fn.errors ?? [])) {
+    const path = prefix + x.path;
+    c.error(problem(code, path, x.detail, ids(path)));
+  }
+  return false;
+}
+
+/** Validates a parsed document. Never throws on any JSON value. */
+export function validateFlow(doc: unknown, options: ValidateOptions): ValidationResult {
+  const c = new Collector(options.maxErrors ?? 200);
+  const done = (flow?: Flow): ValidationResult => {
+    c.finish();
+    const r: ValidationResult = { ok: c.errors.length === 0, errors: c.errors, warnings: c.warnings };
+    if (flow) r.flow = flow;
+    return r;
+  };
+  if (!isObject(doc)) {
+    c.error(problem('schema', '', `the document must be a JSON object, not ${describeType(doc)}`));
+    return done();
+  }
+  const idsOf = (raw: Record<string, unknown>): IdsAt => {
+    const nodes = Array.isArray(raw.nodes) ? raw.nodes : [];
+    const edges = Array.isArray(raw.edges) ? raw.edges : [];
+    return (path) => {
+      const m = /^\/(nodes|edges)\/(\d+)/.exec(path);
+      if (!m) return {};
+      const item: unknown = (m[1] === 'nodes' ? nodes : edges)[Number(m[2])];
+      const id = isObject(item) && typeof item.id === 'string' && item.id.length <= 128 ? item.id : undefined;
+      if (id === undefined) return {};
+      return m[1] === 'nodes' ? { nodeId: id } : { edgeId: id };
+    };
+  };
+  let ids = idsOf(doc);
+  const limits = {
+    maxDepth: options.limits?.maxDepth ?? DEFAULT_LIMITS.maxDepth,
+    maxValues: options.limits?.maxValues ?? DEFAULT_LIMITS.maxValues,
+  };
+  if (!inspectDocument(doc, limits, c, ids)) return done();
+
+  // Version first.
+  const migrated = migrateFlow(doc, options.migrations ? { migrations: options.migrations } : {});
+  if (!migrated.ok) {
+    c.errors.unshift(migrated.error);
+    return done();
+  }
+  let raw = doc;
+  if (migrated.applied.length > 0) {
+    raw = migrated.doc;
+    ids = idsOf(raw);
+    c.warn(
+      problem(
+        'migrated',
+        '/version',
+        `from version ${migrated.from}: ${migrated.applied.map((m) => m.description).join('; ')}`,
+      ),
+    );
+  }
+
+  // Schema, piece by piece so the error cap also caps the work.
+  let schemaOk = check(FlowShell, raw, '', 'schema', c, ids);
+  const nodes = Array.isArray(raw.nodes) ? (raw.nodes as unknown[]) : [];
+  const edges = Array.isArray(raw.edges) ? (raw.edges as unknown[]) : [];
+  for (let i = 0; i < nodes.length && !c.full; i++) {
+    const n = nodes[i];
+    if (!check(FlowNode, n, `/nodes/${i}`, 'schema', c, ids)) {
+      schemaOk = false;
+      continue;
+    }
+    // Each node's config against its kind, so every shape error shows at once.
+    const { kind, config } = n as FlowNodeT;
+    const info = options.kinds.get(kind);
+    if (!info)
+      c.error(
+        problem('unknown-kind', `/nodes/${i}/kind`, unknownKind(kind, options.kinds), ids(`/nodes/${i}`)),
+      );
+    else check(info.configSchema, config, `/nodes/${i}/config`, 'config', c, ids);
+  }
+  for (let i = 0; i < edges.length && !c.full; i++)
+    if (!check(FlowEdge, edges[i], `/edges/${i}`, 'schema', c, ids)) schemaOk = false;
+  if (isObject(raw.mcpServers))
+    for (const [name, server] of Object.entries(raw.mcpServers)) {
+      if (c.full) break;
+      if (!check(McpServerConfig, server, pointer('mcpServers', name), 'schema', c, ids)) schemaOk = false;
+    }
+  if (c.full) schemaOk = false;
+
+  if (!schemaOk) return done();
+  const flow = raw as unknown as Flow;
+  // The graph checks run even when a config is wrong: they read configs defensively.
+  semanticChecks(flow, options.kinds, c);
+  return done(flow);
+}
+
+/** Parses untrusted text (bounded) and validates it. Never throws on any input. */
+export function validateFlowText(text: string | Uint8Array, options: ValidateOptions): ValidationResult {
+  // Reserved keys are found by `inspectDocument`, in the same pass as everything else.
+  const parsed = parseJsonBounded(text, options.limits);
+  if (!parsed.ok) return { ok: false, errors: parsed.errors, warnings: parsed.warnings };
+  const r = validateFlow(parsed.value, options);
+  r.warnings.unshift(...parsed.warnings);
+  return r;
+}
+
+function unknownKind(kind: string, kinds: KindCatalog): string {
+  const known = kinds.list?.().map((k) => k.kind) ?? [];
+  const hint = suggest(kind, known);
+  if (hint) return `${quote(kind)}; did you mean ${quote(hint)}?`;
+  return known.length ? `${quote(kind)}; known kinds are ${known.join(', ')}` : quote(kind);
+}
+
+function describeType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v === 'string' ? 'a string' : `a ${typeof v}`;
 }
 
 function refValues(config: Record<string, unknown>, dotted: string): Array<[string, string]> {
-  // `a.b` reads one string; `a.*.b` reads every element of an array.
+  // `a.b` reads one string (or each string of an array); `a.*.b` reads every element of an array.
   const parts = dotted.split('.');
   const out: Array<[string, string]> = [];
   const walk = (v: unknown, i: number, path: string) => {
@@ -124,105 +232,24 @@ function refValues(config: Record<string, unknown>, dotted: string): Array<[stri
       v.forEach((x, j) => {
         walk(x, i + 1, `${path}/${j}`);
       });
-    else walk((v as Record<string, unknown>)[p], i + 1, path + pointer(p));
+    else if (!Array.isArray(v) && Object.hasOwn(v, p))
+      walk((v as Record<string, unknown>)[p], i + 1, path + pointer(p));
   };
   walk(config, 0, '');
   return out;
 }
 
-/** Validates a parsed document. */
-export function validateFlow(doc: unknown, options: ValidateOptions): ValidationResult {
-  const c = new Collector(options.maxErrors ?? 200);
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
-    c.error(problem('schema', '', 'the document must be a JSON object'));
-    return { ok: false, errors: c.errors, warnings: c.warnings };
-  }
-  const raw = doc as Record<string, unknown>;
-  if (typeof raw.version === 'number' && raw.version !== FLOW_VERSION) {
-    c.error(
-      problem(
-        'unsupported-version',
-        '/version',
-        `version ${raw.version}; this Switchboard reads version ${FLOW_VERSION}`,
-      ),
-    );
-    return { ok: false, errors: c.errors, warnings: c.warnings };
-  }
+type TeamConfigView = {
+  mode?: unknown;
+  entry?: unknown;
+  decider?: unknown;
+  speaker?: { strategy?: unknown; decider?: unknown };
+  termination?: { decider?: unknown };
+};
 
-  const rawNodes = Array.isArray(raw.nodes) ? (raw.nodes as unknown[]) : [];
-  const rawEdges = Array.isArray(raw.edges) ? (raw.edges as unknown[]) : [];
-  const idAt = (arr: unknown[], i: number) => {
-    const item = arr[i];
-    return item && typeof item === 'object' && typeof (item as { id?: unknown }).id === 'string'
-      ? (item as { id: string }).id
-      : undefined;
-  };
-  const idsAt = (path: string) => {
-    const m = /^\/(nodes|edges)\/(\d+)/.exec(path);
-    if (!m) return {};
-    const id = idAt(m[1] === 'nodes' ? rawNodes : rawEdges, Number(m[2]));
-    if (id === undefined) return {};
-    return m[1] === 'nodes' ? { nodeId: id } : { edgeId: id };
-  };
-
-  flowValidator ??= compile(FlowDocument);
-  const schemaOk = flowValidator(doc);
-  if (!schemaOk) for (const p of ajvProblems(flowValidator.errors, '', 'schema', idsAt)) c.error(p);
-
-  // Unknown kinds are named even when the schema failed, and the document is left as it is.
-  rawNodes.forEach((n, i) => {
-    const kind = n && typeof n === 'object' ? (n as { kind?: unknown }).kind : undefined;
-    if (typeof kind === 'string' && !options.kinds.get(kind))
-      c.error(problem('unknown-kind', `/nodes/${i}/kind`, `"${kind}"`, idsAt(`/nodes/${i}`)));
-  });
-  scanStrings(raw, c, idsAt);
-
-  if (!schemaOk) {
-    c.finish();
-    return { ok: false, errors: c.errors, warnings: c.warnings };
-  }
-  const flow = doc as Flow;
-  semanticChecks(flow, options.kinds, c);
-  c.finish();
-  return { ok: c.errors.length === 0, errors: c.errors, warnings: c.warnings, flow };
-}
-
-/** Parses untrusted text (bounded) and validates it. */
-export function validateFlowText(text: string | Uint8Array, options: ValidateOptions): ValidationResult {
-  const parsed = parseFlowText(text, options.limits);
-  if (!parsed.ok) return { ok: false, errors: parsed.errors, warnings: parsed.warnings };
-  const r = validateFlow(parsed.value, options);
-  r.warnings.unshift(...parsed.warnings);
-  return r;
-}
-
-function scanStrings(
-  doc: Record<string, unknown>,
-  c: Collector,
-  idsAt: (p: string) => { nodeId?: string; edgeId?: string },
-): void {
-  const stack: Array<[unknown, string]> = [[doc, '']];
-  while (stack.length > 0) {
-    const [v, path] = stack.pop()!;
-    if (typeof v === 'string') {
-      if (HIDDEN.test(v)) c.warn(problem('hidden-characters', path, undefined, idsAt(path)));
-      if (v.length < 8) continue;
-      const secretSlot = SECRET_PATHS.some((re) => re.test(path));
-      if (!secretSlot && ENV_REF.test(v)) c.error(problem('env-not-allowed', path, undefined, idsAt(path)));
-      if (LITERAL_SECRET.test(v)) c.error(problem('literal-secret', path, undefined, idsAt(path)));
-    } else if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) stack.push([v[i], `${path}/${i}`]);
-    } else if (v !== null && typeof v === 'object') {
-      for (const k of Object.keys(v)) stack.push([(v as Record<string, unknown>)[k], path + pointer(k)]);
-    }
-  }
-}
-
-function stopsCycles(info: KindInfo | undefined, node: FlowNodeT): boolean {
-  if (!info) return false;
-  if (info.role === 'decider' || info.role === 'human') return true;
-  const s = info.stopsCycles;
-  return typeof s === 'function' ? s(node.config) : s === true;
+interface HandoverOut {
+  edge: FlowEdgeT;
+  target: string;
 }
 
 function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
@@ -231,149 +258,261 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
   const nodeIds = (id: string) => ({ nodeId: id });
 
   flow.nodes.forEach((n, i) => {
-    if (nodeIndex.has(n.id)) c.error(problem('duplicate-id', `/nodes/${i}/id`, `"${n.id}"`, nodeIds(n.id)));
+    if (nodeIndex.has(n.id))
+      c.error(
+        problem(
+          'duplicate-id',
+          `/nodes/${i}/id`,
+          `${quote(n.id)} is also node ${nodeIndex.get(n.id)}`,
+          nodeIds(n.id),
+        ),
+      );
     else nodeIndex.set(n.id, i);
   });
   flow.edges.forEach((e, i) => {
     if (edgeIndex.has(e.id) || nodeIndex.has(e.id))
-      c.error(problem('duplicate-id', `/edges/${i}/id`, `"${e.id}"`, { edgeId: e.id }));
+      c.error(
+        problem(
+          'duplicate-id',
+          `/edges/${i}/id`,
+          `${quote(e.id)} is also ${edgeIndex.has(e.id) ? `edge ${edgeIndex.get(e.id)}` : `node ${nodeIndex.get(e.id)}`}`,
+          { edgeId: e.id },
+        ),
+      );
     else edgeIndex.set(e.id, i);
   });
 
-  const info = (n: FlowNodeT) => kinds.get(n.kind);
-  const node = (id: string) => {
+  const infos = flow.nodes.map((n) => kinds.get(n.kind));
+  const node = (id: string): FlowNodeT | undefined => {
     const i = nodeIndex.get(id);
     return i === undefined ? undefined : flow.nodes[i];
   };
+  const infoOf = (id: string): KindInfo | undefined => {
+    const i = nodeIndex.get(id);
+    return i === undefined ? undefined : infos[i];
+  };
+  const roleOf = (id: string) => infoOf(id)?.role;
 
-  // Node configs, references.
+  // Node configs and their references.
   flow.nodes.forEach((n, i) => {
-    const k = info(n);
-    if (!k) return;
-    const v = compile(k.configSchema);
-    if (!v(n.config))
-      for (const p of ajvProblems(v.errors, `/nodes/${i}/config`, 'config', () => nodeIds(n.id))) c.error(p);
+    const k = infos[i];
+    if (!k || c.full) return;
+    const at = `/nodes/${i}/config`;
     for (const ref of k.modelRefs ?? [])
       for (const [p, val] of refValues(n.config, ref))
         if (!Object.hasOwn(flow.models, val))
-          c.error(problem('unknown-model', `/nodes/${i}/config${p}`, `"${val}"`, nodeIds(n.id)));
+          c.error(
+            problem(
+              'unknown-model',
+              at + p,
+              `${quote(val)}; models are ${names(flow.models)}`,
+              nodeIds(n.id),
+            ),
+          );
     for (const ref of k.serverRefs ?? [])
       for (const [p, val] of refValues(n.config, ref))
         if (!flow.mcpServers || !Object.hasOwn(flow.mcpServers, val))
-          c.error(problem('unknown-server', `/nodes/${i}/config${p}`, `"${val}"`, nodeIds(n.id)));
+          c.error(
+            problem(
+              'unknown-server',
+              at + p,
+              `${quote(val)}; servers are ${names(flow.mcpServers)}`,
+              nodeIds(n.id),
+            ),
+          );
     for (const ref of k.nodeRefs ?? [])
       for (const [p, val] of refValues(n.config, ref))
         if (!nodeIndex.has(val))
-          c.error(problem('unknown-node-ref', `/nodes/${i}/config${p}`, `"${val}"`, nodeIds(n.id)));
+          c.error(problem('unknown-node-ref', at + p, `node ${quote(val)}`, nodeIds(n.id)));
     for (const ref of k.edgeRefs ?? [])
       for (const [p, val] of refValues(n.config, ref))
         if (!edgeIndex.has(val))
-          c.error(problem('unknown-node-ref', `/nodes/${i}/config${p}`, `edge "${val}"`, nodeIds(n.id)));
+          c.error(problem('unknown-node-ref', at + p, `edge ${quote(val)}`, nodeIds(n.id)));
   });
 
-  // Parents: exist, are teams, no cycles.
+  // Parents: exist, are teams, form no cycle.
   const children = new Map<string, string[]>();
   flow.nodes.forEach((n, i) => {
     if (n.parent === undefined) return;
     const p = node(n.parent);
-    if (!p || info(p)?.role !== 'team') {
-      c.error(problem('bad-parent', `/nodes/${i}/parent`, `"${n.parent}"`, nodeIds(n.id)));
+    if (!p || roleOf(n.parent) !== 'team') {
+      const why = p ? `${quote(n.parent)} is a ${p.kind}, not a team` : `no node ${quote(n.parent)}`;
+      c.error(problem('bad-parent', `/nodes/${i}/parent`, why, nodeIds(n.id)));
       return;
     }
-    const list = children.get(n.parent);
-    if (list) list.push(n.id);
-    else children.set(n.parent, [n.id]);
+    push(children, n.parent, n.id);
   });
-  const parentOk = new Set<string>();
+  const ancestryOk = new Set<string>();
   flow.nodes.forEach((n, i) => {
+    // Walk up; a node is reported only when the walk comes back to it, i.e. it is on the cycle.
     const seen = new Set<string>([n.id]);
     let cur = n.parent;
-    while (cur !== undefined) {
-      if (parentOk.has(cur)) break;
-      if (seen.has(cur)) {
-        c.error(problem('parent-cycle', `/nodes/${i}/parent`, `through "${cur}"`, nodeIds(n.id)));
+    while (cur !== undefined && !ancestryOk.has(cur)) {
+      if (cur === n.id) {
+        c.error(
+          problem(
+            'parent-cycle',
+            `/nodes/${i}/parent`,
+            [...seen, n.id].map((s) => quote(s)).join(' → '),
+            nodeIds(n.id),
+          ),
+        );
         return;
       }
+      if (seen.has(cur)) return; // a cycle above this node; its members report it
       seen.add(cur);
       cur = node(cur)?.parent;
     }
-    parentOk.add(n.id);
+    ancestryOk.add(n.id);
   });
 
   // Edges.
-  const handoverOut = new Map<string, string[]>();
-  const handoverIn = new Map<string, string[]>();
+  const handoverOut = new Map<string, HandoverOut[]>();
+  const hasMemberIn = new Set<string>(); // members with a handover from a sibling
   flow.edges.forEach((e, i) => {
+    if (c.full) return;
     const ids = { edgeId: e.id };
     const s = node(e.source);
     const t = node(e.target);
-    if (!s) c.error(problem('dangling-edge', `/edges/${i}/source`, `no node "${e.source}"`, ids));
-    if (!t) c.error(problem('dangling-edge', `/edges/${i}/target`, `no node "${e.target}"`, ids));
-    const schema = EDGE_CONFIG_SCHEMAS[e.kind];
-    if (e.config !== undefined) {
-      const v = compile(schema);
-      if (!v(e.config))
-        for (const p of ajvProblems(v.errors, `/edges/${i}/config`, 'edge-config', () => ids)) c.error(p);
-    }
+    if (!s) c.error(problem('dangling-edge', `/edges/${i}/source`, `no node ${quote(e.source)}`, ids));
+    if (!t) c.error(problem('dangling-edge', `/edges/${i}/target`, `no node ${quote(e.target)}`, ids));
+    if (e.config !== undefined)
+      check(EDGE_CONFIG_SCHEMAS[e.kind], e.config, `/edges/${i}/config`, 'edge-config', c, () => ids);
     if (!s || !t) return;
     if (e.source === e.target) {
-      c.error(problem('self-loop', `/edges/${i}`, `"${e.source}"`, ids));
+      c.error(problem('self-loop', `/edges/${i}`, `${e.kind} edge from ${quote(e.source)} to itself`, ids));
       return;
     }
-    const si = info(s);
-    const ti = info(t);
+    const si = infoOf(e.source);
+    const ti = infoOf(e.target);
     if (si && ti) {
       const bad = checkConnection(e.kind, si, ti);
       if (bad) c.error({ ...bad, path: `/edges/${i}`, edgeId: e.id });
     }
     if (e.kind === 'handover') {
-      push(handoverOut, e.source, e.target);
-      push(handoverIn, e.target, e.source);
+      const list = handoverOut.get(e.source);
+      if (list) list.push({ edge: e, target: e.target });
+      else handoverOut.set(e.source, [{ edge: e, target: e.target }]);
+      if (s.parent !== undefined && s.parent === t.parent) hasMemberIn.add(e.target);
     }
   });
 
   // Start and end.
   const starts: number[] = [];
   let ends = 0;
-  flow.nodes.forEach((n, i) => {
-    const r = info(n)?.role;
-    if (r === 'start') starts.push(i);
-    else if (r === 'end') ends++;
+  infos.forEach((k, i) => {
+    if (k?.role === 'start') starts.push(i);
+    else if (k?.role === 'end') ends++;
   });
   if (starts.length !== 1)
     c.error(
-      problem('start-count', starts.length > 1 ? `/nodes/${starts[1]}` : '/nodes', `found ${starts.length}`),
+      problem(
+        'start-count',
+        starts.length > 1 ? `/nodes/${starts[1]}` : '/nodes',
+        starts.length === 0 ? 'there is none' : `found ${starts.length}`,
+        starts.length > 1 ? nodeIds(flow.nodes[starts[1]!]!.id) : undefined,
+      ),
     );
-  if (ends === 0) c.error(problem('no-end', '/nodes'));
+  if (ends === 0) c.error(problem('no-end', '/nodes', 'there is none'));
 
-  // Teams: members and an entry.
+  // Decider routes: each names an edge the decider can take (or the node it leads to), or "done".
+  // A decider is offered its own outgoing handovers; the transition decider of an fsm team is
+  // offered the drawn transitions of the team's states as well.
+  const fsmDeciderOf = new Map<string, string>();
   flow.nodes.forEach((n, i) => {
-    if (info(n)?.role !== 'team') return;
+    const d = (n.config as TeamConfigView).decider;
+    if (infos[i]?.role === 'team' && n.config.mode === 'fsm' && typeof d === 'string')
+      fsmDeciderOf.set(d, n.id);
+  });
+  flow.nodes.forEach((n, i) => {
+    const k = infos[i];
+    if (!k) return;
+    const refs = k.routeRefs ?? (k.role === 'decider' ? DEFAULT_DECIDER_ROUTES : []);
+    if (refs.length === 0) return;
+    const offered = [...(handoverOut.get(n.id) ?? [])];
+    const team = fsmDeciderOf.get(n.id);
+    if (team !== undefined && n.parent === team)
+      for (const m of children.get(team) ?? []) if (m !== n.id) offered.push(...(handoverOut.get(m) ?? []));
+    for (const ref of refs)
+      for (const [p, val] of refValues(n.config, ref)) {
+        if (val === 'done' || offered.some((o) => o.edge.id === val || o.target === val)) continue;
+        const list = offered.length ? offered.map((o) => quote(o.edge.id)).join(', ') : 'none';
+        c.error(
+          problem(
+            'bad-route',
+            `/nodes/${i}/config${p}`,
+            `${quote(val)}; the edges it can take are ${list}`,
+            nodeIds(n.id),
+          ),
+        );
+      }
+  });
+
+  // Teams: members, an entry, and the deciders they name.
+  flow.nodes.forEach((n, i) => {
+    if (infos[i]?.role !== 'team') return;
+    const cfg = n.config as TeamConfigView;
     const members = children.get(n.id) ?? [];
     const active = members.filter((m) => {
-      const r = info(node(m)!)?.role;
+      const r = roleOf(m);
       return r !== 'note' && r !== 'observer' && r !== 'tool';
     });
     if (active.length === 0) {
-      c.error(problem('team-empty', `/nodes/${i}`, `"${n.id}"`, nodeIds(n.id)));
+      c.error(
+        problem(
+          'team-empty',
+          `/nodes/${i}`,
+          `${quote(n.id)} holds no agents, deciders or teams`,
+          nodeIds(n.id),
+        ),
+      );
       return;
     }
-    const entry = n.config.entry;
-    if (typeof entry === 'string') {
-      if (!members.includes(entry))
+    const deciders = members.filter((m) => roleOf(m) === 'decider');
+    const deciderRefs: Array<[string, unknown]> = [
+      ['/decider', cfg.decider],
+      ['/speaker/decider', cfg.speaker?.decider],
+      ['/termination/decider', cfg.termination?.decider],
+    ];
+    for (const [p, ref] of deciderRefs)
+      if (typeof ref === 'string' && nodeIndex.has(ref) && !deciders.includes(ref))
+        c.error(
+          problem(
+            'team-decider',
+            `/nodes/${i}/config${p}`,
+            `${quote(ref)} is not a decider inside ${quote(n.id)}`,
+            nodeIds(n.id),
+          ),
+        );
+    // The runtime follows the decider a team names; it never guesses one.
+    const needDecider = (p: string, why: string) => {
+      const hint =
+        deciders.length === 1
+          ? `; ${quote(deciders[0])} is the only decider inside`
+          : deciders.length === 0
+            ? '; add a decider inside the team'
+            : `; candidates: ${deciders.map((d) => quote(d)).join(', ')}`;
+      c.error(problem('team-decider', `/nodes/${i}/config${p}`, why + hint, nodeIds(n.id)));
+    };
+    if (cfg.mode === 'fsm' && cfg.decider === undefined)
+      needDecider('', 'an fsm team names the decider that picks each transition in config.decider');
+    if (cfg.mode === 'groupChat' && cfg.speaker?.strategy === 'decider' && cfg.speaker.decider === undefined)
+      needDecider('/speaker', 'speaker strategy "decider" names its decider in config.speaker.decider');
+
+    if (typeof cfg.entry === 'string') {
+      if (!members.includes(cfg.entry))
         c.error(
           problem(
             'team-no-entry',
             `/nodes/${i}/config/entry`,
-            `"${entry}" is not a member of "${n.id}"`,
+            `${quote(cfg.entry)} is not a member of ${quote(n.id)}`,
             nodeIds(n.id),
           ),
         );
       return;
     }
-    if (n.config.mode === 'groupChat') return; // every member may speak first
-    const memberSet = new Set(active);
-    const roots = active.filter((m) => !(handoverIn.get(m) ?? []).some((src) => memberSet.has(src)));
+    if (cfg.mode === 'groupChat') return; // the speaker selection picks who talks first
+    const roots = active.filter((m) => !hasMemberIn.has(m));
     if (roots.length !== 1)
       c.error(
         problem(
@@ -381,7 +520,7 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
           `/nodes/${i}/config`,
           roots.length === 0
             ? 'every member has a handover into it; set config.entry'
-            : `several possible entries (${roots.join(', ')}); set config.entry`,
+            : `several members could go first (${roots.join(', ')}); set config.entry`,
           nodeIds(n.id),
         ),
       );
@@ -390,7 +529,6 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
   // Reachability from start: handovers, team membership, delegation, grants and observers.
   const startIdx = starts[0];
   if (startIdx !== undefined && starts.length === 1) {
-    const reach = new Set<string>();
     const attached = new Map<string, string[]>();
     for (const e of flow.edges) {
       if (!nodeIndex.has(e.source) || !nodeIndex.has(e.target)) continue;
@@ -398,8 +536,9 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
       else push(attached, e.target, e.source); // a tool or observer is live when what it serves is
     }
     for (const [team, list] of children) for (const m of list) push(attached, team, m);
-    const queue = [flow.nodes[startIdx]!.id];
-    reach.add(queue[0]!);
+    const start = flow.nodes[startIdx]!.id;
+    const reach = new Set<string>([start]);
+    const queue = [start];
     while (queue.length > 0) {
       const id = queue.pop()!;
       for (const next of attached.get(id) ?? [])
@@ -409,30 +548,67 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
         }
     }
     flow.nodes.forEach((n, i) => {
-      if (!reach.has(n.id) && info(n)?.role !== 'note')
-        c.warn(problem('unreachable', `/nodes/${i}`, `"${n.id}"`, nodeIds(n.id)));
+      if (!reach.has(n.id) && infos[i]?.role !== 'note')
+        c.warn(problem('unreachable', `/nodes/${i}`, `${quote(n.id)} never runs`, nodeIds(n.id)));
     });
   }
 
   // Handover cycles that nothing can stop.
+  const out = new Map<string, string[]>();
+  for (const [id, list] of handoverOut)
+    out.set(
+      id,
+      list.map((o) => o.target),
+    );
   for (const scc of stronglyConnected(
     flow.nodes.map((n) => n.id),
-    handoverOut,
+    out,
   )) {
     if (scc.length < 2) continue;
-    if (scc.some((id) => stopsCycles(info(node(id)!), node(id)!))) continue;
-    if (sharedTerminatingTeam(scc, node, info)) continue;
+    if (scc.some((id) => stopsOnCycle(infoOf(id), node(id)!))) continue;
+    if (enclosedByTerminatingTeam(scc, node, infoOf)) continue;
     const first = scc[0]!;
-    c.error(problem('endless-cycle', `/nodes/${nodeIndex.get(first)}`, scc.join(' → '), nodeIds(first)));
+    c.error(
+      problem(
+        'endless-cycle',
+        `/nodes/${nodeIndex.get(first)}`,
+        `${[...scc, first].map((s) => quote(s)).join(' → ')}; add a decider or a human on it, or put it in a team with a termination`,
+        nodeIds(first),
+      ),
+    );
   }
 }
 
-function sharedTerminatingTeam(
+function names(record: Record<string, unknown> | undefined): string {
+  const keys = record ? Object.keys(record) : [];
+  return keys.length ? keys.map((k) => quote(k)).join(', ') : 'none';
+}
+
+/** Whether a node on a cycle stops it by itself: it decides, or waits for a person. */
+function stopsOnCycle(info: KindInfo | undefined, n: FlowNodeT): boolean {
+  if (!info) return false;
+  if (info.role === 'decider' || info.role === 'human') return true;
+  if (info.role === 'team') return false; // control leaves the team and comes back
+  return kindStops(info, n);
+}
+
+/** A kind's own `stopsCycles`, guarded: it reads a config that may be invalid. */
+function kindStops(info: KindInfo, n: FlowNodeT): boolean {
+  const s = info.stopsCycles;
+  if (typeof s !== 'function') return s === true;
+  try {
+    return s(n.config) === true;
+  } catch {
+    return false;
+  }
+}
+
+function enclosedByTerminatingTeam(
   ids: string[],
   node: (id: string) => FlowNodeT | undefined,
-  info: (n: FlowNodeT) => KindInfo | undefined,
+  info: (id: string) => KindInfo | undefined,
 ): boolean {
-  // Walk up from the first member; a terminating team holding every member stops the cycle.
+  // A team holding every node of the cycle, whose termination ends the team, stops it.
   const ancestorsOf = (id: string) => {
     const out: string[] = [];
     let p = node(id)?.parent;
@@ -446,7 +622,8 @@ function sharedTerminatingTeam(
   for (const team of ancestorsOf(ids[0]!)) {
     if (!sets.every((s) => s.has(team))) continue;
     const t = node(team);
-    if (t && stopsCycles(info(t), t)) return true;
+    const k = info(team);
+    if (t && k && kindStops(k, t)) return true;
   }
   return false;
 }

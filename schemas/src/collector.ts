@@ -1,0 +1,34 @@
+/** Collects problems for one validation, capping both lists so hostile input cannot flood them. */
+import { type Problem, problem } from './codes.js';
+
+export class Collector {
+  readonly errors: Problem[] = [];
+  readonly warnings: Problem[] = [];
+  private droppedErrors = 0;
+  private droppedWarnings = 0;
+
+  constructor(private readonly max: number) {}
+
+  error(p: Problem): void {
+    if (this.errors.length < this.max) this.errors.push(p);
+    else this.droppedErrors++;
+  }
+
+  warn(p: Problem): void {
+    if (this.warnings.length < this.max) this.warnings.push(p);
+    else this.droppedWarnings++;
+  }
+
+  /** True once the error list is full; expensive checks stop early then. */
+  get full(): boolean {
+    return this.errors.length >= this.max;
+  }
+
+  /** Adds one `too-many-errors` entry per list that overflowed. */
+  finish(): void {
+    if (this.droppedErrors > 0)
+      this.errors.push(problem('too-many-errors', '', `${this.droppedErrors} more errors not shown`));
+    if (this.droppedWarnings > 0)
+      this.warnings.push(problem('too-many-errors', '', `${this.droppedWarnings} more warnings not shown`));
+  }
+}
