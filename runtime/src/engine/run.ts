@@ -114,6 +114,7 @@ export class Run {
   private readonly toolCache = new Map<string, Promise<ToolPort[]>>();
   private nestedCount = 0;
   readonly registry: KindRegistry;
+  readonly clock: { now(): number };
 
   constructor(
     readonly flow: Flow,
@@ -123,6 +124,7 @@ export class Run {
     this.registry = options.registry ?? defaultRegistry;
     this.graph = compileFlow(flow, this.registry);
     this.now = options.now ?? Date.now;
+    this.clock = { now: this.now };
     this.runId =
       options.resume?.runId ??
       options.runId ??
@@ -268,14 +270,17 @@ export class Run {
   }
 
   /** A budget ran out: say so, stop the run and abort whatever is in flight. */
-  private exceeded(cx: Ctx, budget: string, limit: number, used: number): never | undefined {
-    if (this.stop) return undefined;
+  private exceeded(cx: Ctx, budget: string, limit: number, used: number): void {
+    if (this.stop) return;
     this.emit(cx, { type: 'budget.exceeded', budget, limit, used });
-    this.stop = new RunFailure('budget_exceeded', `the ${budget} budget of ${limit} was exceeded (${used})`);
-    this.abort.abort(this.stop);
+    const stop = new RunFailure('budget_exceeded', `the ${budget} budget of ${limit} was exceeded (${used})`);
+    this.stop = stop;
+    // The run ends now, whatever is in flight: a call that ignores its abort cannot hold it open.
+    const error = errorInfo(stop);
+    this.emit(this.top, { type: 'run.failed', error });
+    this.finish({ runId: this.runId, status: 'failed', error: { code: error.code, message: error.message } });
+    this.abort.abort(stop);
     for (const w of this.waiters.values()) w('');
-    this.pauseGate?.resolve();
-    return undefined;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -306,7 +311,7 @@ export class Run {
         return;
       case 'inject': {
         const cx = this.top;
-        const item: Omit<InboxItem, 'order'> = { kind: 'directive', text: cmd.text, from: 'user' };
+        const item: Omit<InboxItem, 'order'> = { kind: 'user', text: cmd.text, from: 'user' };
         const msg: Omit<Message, 'seq'> = { role: 'user', author: 'user', content: cmd.text };
         if (cmd.nodeId !== undefined) {
           msg.to = cmd.nodeId;
@@ -809,8 +814,9 @@ export class Run {
         await this.onFailure(cx, cur, node, outcome.failed);
         continue;
       }
-      await this.route(cx, cur, node, outcome);
+      // A delegated run ends with its target: the target's own handovers are not followed.
       if (cur.stopAfter === node.id && cur.scopes.length === 1) cur.done = true;
+      else await this.route(cx, cur, node, outcome);
       const cp = this.checkpoint(cx);
       if (cp) await cp;
       if (this.stepping && (node.role === 'agent' || node.role === 'decider' || node.role === 'human')) {
@@ -1381,14 +1387,12 @@ export class Run {
       return;
     }
     const tc = new TeamCtx(this, cx, team, cur, scope);
+    // An LLM manager's call is a turn of the team node, so its token usage is reported like any other.
+    const llm = speaker?.strategy === 'llm';
+    const turn = llm ? ++cx.data.counters.turns : 0;
+    if (llm) this.emit(cx, { type: 'turn.started', nodeId: team.id, turn });
     const next = await (team.behavior as TeamBehavior).nextSpeaker(tc);
-    this.emit(cx, {
-      type: 'turn.completed',
-      nodeId: team.id,
-      turn: Math.max(1, cx.data.counters.turns),
-      usage: { promptTokens: tc.promptTokens, completionTokens: tc.completionTokens },
-      ...(tc.modelName !== undefined ? { model: tc.modelName } : {}),
-    });
+    if (llm) this.turnCompleted(cx, tc, turn);
     if ('done' in next) {
       this.emit(cx, { type: 'decision', nodeId: team.id, choice: 'done', reason: next.reason });
       cur.at = null;
@@ -1446,8 +1450,7 @@ class BoundModel implements ModelPort {
 }
 
 /** The context of one node execution; also its RunView. No per-step closures beyond this object. */
-export class NodeCtx implements NodeContext, Record<string, unknown> {
-  [k: string]: unknown;
+export class NodeCtx implements NodeContext {
   promptTokens = 0;
   completionTokens = 0;
   modelName: string | undefined;
@@ -1469,7 +1472,7 @@ export class NodeCtx implements NodeContext, Record<string, unknown> {
   ) {
     this.inboxTaken = cx.data.inbox[node.id] ?? [];
     this.signal = engine.signal;
-    this.clock = { now: Date.now };
+    this.clock = engine.clock;
     this.state = this.stateView = new StateView(cx.data);
     this.tracksRate = node.observers.length > 0;
     const scope = cur.scopes[cur.scopes.length - 1]!;

@@ -2,3 +2,4 @@
 export { assertEventsValid, assertSeqContiguous, type Collected, collectRun, trace } from './events.js';
 export { agent, chain, edge, flow, node } from './flows.js';
 export { type MemoryTool, MemoryToolHost } from './memory-tools.js';
+export { type RecordedRequest, recordingModels } from './recording.js';
