@@ -4,6 +4,7 @@
  * ignored with a warning, as RFC 8259 allows); reserved keys are refused after parsing.
  */
 import { type Problem, pointer, problem, sanitize } from './codes.js';
+import { findJsonSyntaxError } from './json-syntax.js';
 
 export interface ParseLimits {
   /** Bytes (UTF-8). Default 8 MiB. */
@@ -119,18 +120,11 @@ export function firstInvalidUtf8(b: Uint8Array): number {
   return -1;
 }
 
-/** V8's message echoes part of the input: keep it short and printable, and add line and column. */
+/** Where and why the text is not JSON, the same on every Node version. */
 function jsonErrorDetail(e: unknown, text: string): string {
-  const msg = e instanceof Error ? e.message : String(e);
-  const at = /position (\d+)/.exec(msg);
-  let where = '';
-  if (at) {
-    const pos = Number(at[1]);
-    const before = text.slice(0, pos);
-    const line = before.split('\n').length;
-    where = ` (line ${line}, column ${pos - before.lastIndexOf('\n')})`;
-  }
-  return sanitize(msg.length > 200 ? `${msg.slice(0, 200)}…` : msg) + where;
+  const found = findJsonSyntaxError(text);
+  if (found) return `${found.reason} (line ${found.line}, column ${found.column})`;
+  return sanitize(String(e instanceof Error ? e.message : e).slice(0, 200));
 }
 
 /** Bounded `JSON.parse` without the reserved-key pass (the validator does that in its own walk). */

@@ -336,7 +336,7 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
     if (n.parent === undefined) return;
     const p = node(n.parent);
     if (!p || roleOf(n.parent) !== 'team') {
-      const why = p ? `${quote(n.parent)} is a ${p.kind}, not a team` : `no node ${quote(n.parent)}`;
+      const why = p ? `${quote(n.parent)} is not a team but ${quote(p.kind)}` : `no node ${quote(n.parent)}`;
       c.error(problem('bad-parent', `/nodes/${i}/parent`, why, nodeIds(n.id)));
       return;
     }
