@@ -8,17 +8,19 @@
 import type { KindRegistry, NodeKindDefinition } from '@switchboard/nodes';
 import { validate } from '@switchboard/nodes';
 import { type Flow, type FlowEdgeT, type FlowNodeT, type Problem, serializeFlow } from '@switchboard/schemas';
-import type { Edge, Node } from '@xyflow/react';
+import type { Edge, MarkerType, Node } from '@xyflow/react';
 import * as Y from 'yjs';
 import { edgeCaption } from '../model/captions.js';
 import { copyFragment, type FlowFragment, pasteFragment } from '../model/clipboard.js';
 import { defaultHandles, judgeConnection } from '../model/connect.js';
+import { EDGE_COLORS } from '../model/edgeStyle.js';
 import {
   addNodes,
   type NodePatch,
   patchNodes,
   readConfig,
   removeElements,
+  replaceConfig,
   setConfigValue,
   setMeta,
 } from '../model/edits.js';
@@ -188,8 +190,23 @@ export class EditorStore {
   }
 
   get selection(): { nodes: string[]; edges: string[] } {
-    return { nodes: [...this.selectedNodes], edges: [...this.selectedEdges] };
+    return this.getSelection();
   }
+
+  private selectionSnapshot: { nodes: string[]; edges: string[] } = { nodes: [], edges: [] };
+
+  /** The selection, as an object that keeps its identity until the selection changes. */
+  getSelection = (): { nodes: string[]; edges: string[] } => {
+    const s = this.selectionSnapshot;
+    if (
+      s.nodes.length !== this.selectedNodes.size ||
+      s.edges.length !== this.selectedEdges.size ||
+      s.nodes.some((id) => !this.selectedNodes.has(id)) ||
+      s.edges.some((id) => !this.selectedEdges.has(id))
+    )
+      this.selectionSnapshot = { nodes: [...this.selectedNodes], edges: [...this.selectedEdges] };
+    return this.selectionSnapshot;
+  };
 
   // ---- problems -------------------------------------------------------------------------
 
@@ -332,6 +349,7 @@ export class EditorStore {
       targetHandle,
       type: e.kind,
       data: { kind: e.kind, caption },
+      markerEnd: { type: 'arrowclosed' as MarkerType, width: 18, height: 18, color: EDGE_COLORS[e.kind] },
     };
     if (this.selectedEdges.has(id)) rf.selected = true;
     return rf;
@@ -500,7 +518,8 @@ export class EditorStore {
 
   // ---- geometry -------------------------------------------------------------------------
 
-  private sizeOf(id: string): Size {
+  /** The size a node is drawn with: resized, stored, measured, or its kind's default. */
+  sizeOf(id: string): Size {
     const ui = this.ui.get(id);
     const m = this.p.nodes.get(id);
     const def = this.kindOf(id);
@@ -652,14 +671,20 @@ export class EditorStore {
       delete ui.size;
       delete ui.position;
     }
-    this.step(() =>
-      patchNodes(this.doc, {
-        [id]: {
-          position: { x: ROUND(box.x), y: ROUND(box.y) },
-          size: { width: ROUND(box.width), height: ROUND(box.height) },
-        },
-      }),
-    );
+    const patches: Record<string, NodePatch> = {
+      [id]: {
+        position: { x: ROUND(box.x), y: ROUND(box.y) },
+        size: { width: ROUND(box.width), height: ROUND(box.height) },
+      },
+    };
+    // Resizing from the top or left moves the members so they stay put on the canvas.
+    for (const [child, entry] of this.nodeCache) {
+      const cui = this.ui.get(child);
+      if (entry.parent !== id || !cui?.position) continue;
+      patches[child] = { position: { x: ROUND(cui.position.x), y: ROUND(cui.position.y) } };
+      delete cui.position;
+    }
+    this.step(() => patchNodes(this.doc, patches));
   }
 
   /** Judges a connection between two handles (used while dragging and on drop). */
@@ -735,6 +760,11 @@ export class EditorStore {
   duplicateSelection(): string[] {
     const frag = this.copySelection();
     return frag ? this.paste(frag) : [];
+  }
+
+  /** Replaces a whole config (the raw JSON editor), as one undo step. */
+  replaceConfig(target: { node: string } | { edge: string }, config: Record<string, unknown>): void {
+    this.step(() => replaceConfig(this.doc, target, config));
   }
 
   /** Sets one config field. Typing merges into one undo step; other changes stand alone. */

@@ -1,0 +1,226 @@
+/** The editor: toolbar, palette, canvas, inspector, problems; shortcuts, theme and autosave. */
+import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
+import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
+import { isFragment } from '../model/clipboard.js';
+import { copyJson, exportFile, layout, newFlow, openText, saveToServer } from './actions.js';
+import { Canvas } from './Canvas.js';
+import { EditorContext, type EditorServices, type Toast, useDocVersion, useEditor } from './context.js';
+import { Gallery, HelpDialog, PasteDialog } from './Dialogs.js';
+import { Inspector } from './Inspector.js';
+import { Palette } from './Palette.js';
+import { Problems } from './Problems.js';
+
+type Theme = 'light' | 'dark';
+type DialogName = 'gallery' | 'paste' | 'help' | undefined;
+
+function initialTheme(): Theme {
+  const saved = localStorage.getItem('switchboard:theme');
+  if (saved === 'light' || saved === 'dark') return saved;
+  return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+}
+
+function isTyping(t: EventTarget | null): boolean {
+  const el = t as HTMLElement | null;
+  return !!el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
+}
+
+function SaveState() {
+  const { store, drafts } = useEditor();
+  useDocVersion(store);
+  const saved = drafts.isSaved(store.serialize());
+  return (
+    <span
+      className={`sb-save-state${saved ? '' : ' sb-unsaved'}`}
+      data-testid="save-state"
+      data-saved={saved}
+    >
+      {saved ? 'saved' : 'unsaved changes (kept in this browser)'}
+    </span>
+  );
+}
+
+function Toolbar(props: { theme: Theme; setTheme(t: Theme): void; open(d: DialogName): void }) {
+  const services = useEditor();
+  const { store, api } = services;
+  const rf = useReactFlow();
+  const file = useRef<HTMLInputElement>(null);
+  useDocVersion(store);
+  const name = typeof store.meta('name') === 'string' ? (store.meta('name') as string) : '';
+  const b = (testid: string, label: string, onClick: () => void, title?: string) => (
+    <button type="button" data-testid={testid} onClick={onClick} title={title ?? label}>
+      {label}
+    </button>
+  );
+  return (
+    <header className="sb-toolbar" role="toolbar" aria-label="Editor actions">
+      <strong className="sb-brand">Switchboard</strong>
+      <span className="sb-flow-name" data-testid="flow-title">
+        {name}
+      </span>
+      <SaveState />
+      <span className="sb-spacer" />
+      {b('btn-new', 'New', () => newFlow(services))}
+      {b('btn-templates', 'Open…', () => props.open('gallery'), 'Templates and server flows')}
+      {b('btn-import', 'Import file', () => file.current?.click())}
+      <input
+        ref={file}
+        type="file"
+        accept=".json,application/json"
+        hidden
+        data-testid="import-file"
+        aria-label="Import a flow file"
+        onChange={async (e) => {
+          const f = e.target.files?.[0];
+          if (f) openText(services, await f.text(), f.name);
+          e.target.value = '';
+        }}
+      />
+      {b('btn-paste-json', 'Paste JSON', () => props.open('paste'))}
+      {b('btn-export', 'Export', () => exportFile(services), 'Download the flow (Ctrl+E)')}
+      {b('btn-copy-json', 'Copy JSON', () => void copyJson(services))}
+      {b(
+        'btn-save',
+        api ? 'Save' : 'Save (offline)',
+        () => void saveToServer(services),
+        'Save to the server (Ctrl+S)',
+      )}
+      <span className="sb-sep" />
+      {b('btn-undo', 'Undo', () => store.undo(), 'Undo (Ctrl+Z)')}
+      {b('btn-redo', 'Redo', () => store.redo(), 'Redo (Ctrl+Shift+Z)')}
+      {b('btn-layout', 'Auto-layout', () => void layout(services).then(() => rf.fitView({ duration: 200 })))}
+      {b('btn-fit', 'Fit', () => rf.fitView({ duration: 200 }), 'Fit view (F)')}
+      {b(
+        'btn-theme',
+        props.theme === 'dark' ? 'Light' : 'Dark',
+        () => props.setTheme(props.theme === 'dark' ? 'light' : 'dark'),
+        'Switch theme',
+      )}
+      {b('btn-help', '?', () => props.open('help'), 'Keyboard shortcuts (?)')}
+    </header>
+  );
+}
+
+function Shortcuts({ open, dialog }: { open(d: DialogName): void; dialog: DialogName }) {
+  const services = useEditor();
+  const { store } = services;
+  const rf = useReactFlow();
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const mod = e.ctrlKey || e.metaKey;
+      const key = e.key.toLowerCase();
+      if (mod && key === 's') {
+        e.preventDefault();
+        void saveToServer(services);
+        return;
+      }
+      if (dialog || isTyping(e.target)) return;
+      if (mod && key === 'z' && !e.shiftKey) store.undo();
+      else if (mod && ((key === 'z' && e.shiftKey) || key === 'y')) store.redo();
+      else if (mod && key === 'c') {
+        const frag = store.copySelection();
+        if (frag) navigator.clipboard?.writeText(JSON.stringify(frag)).catch(() => {});
+        else return;
+      } else if (mod && key === 'v') {
+        if (store.paste().length === 0)
+          navigator.clipboard
+            ?.readText()
+            .then((t) => {
+              const v = JSON.parse(t);
+              if (isFragment(v)) store.paste(v);
+              else openText(services, t, 'the clipboard');
+            })
+            .catch(() => {});
+      } else if (mod && key === 'd') store.duplicateSelection();
+      else if (mod && key === 'a') {
+        const snap = store.getSnapshot();
+        store.select({ nodes: snap.nodes.map((n) => n.id), edges: snap.edges.map((x) => x.id) });
+      } else if (mod && key === 'e') exportFile(services);
+      else if (mod && e.shiftKey && key === 'l') void layout(services);
+      else if (!mod && (e.key === 'Delete' || e.key === 'Backspace')) store.deleteSelection();
+      else if (!mod && key === 'f') rf.fitView({ duration: 200 });
+      else if (!mod && e.key === '?') open('help');
+      else if (e.key === 'Escape') store.select({});
+      else return;
+      e.preventDefault();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [services, store, rf, open, dialog]);
+  return null;
+}
+
+function Toasts({ toasts }: { toasts: Toast[] }) {
+  return (
+    <div className="sb-toasts" aria-live="polite">
+      {toasts.map((t) => (
+        <div
+          key={t.id}
+          className={`sb-toast sb-toast-${t.kind}`}
+          role={t.kind === 'error' ? 'alert' : 'status'}
+          data-testid={t.testid ?? 'toast'}
+        >
+          {t.text}
+        </div>
+      ))}
+    </div>
+  );
+}
+
+export function App(props: Omit<EditorServices, 'toast'>) {
+  const [theme, setTheme] = useState<Theme>(initialTheme);
+  const [dialog, setDialog] = useState<DialogName>();
+  const [toasts, setToasts] = useState<Toast[]>([]);
+  const nextToast = useRef(1);
+  const toast = useCallback((text: string, kind: Toast['kind'] = 'info', testid?: string) => {
+    const id = nextToast.current++;
+    setToasts((list) => [...list.slice(-3), { id, kind, text, testid }]);
+    setTimeout(() => setToasts((list) => list.filter((t) => t.id !== id)), kind === 'error' ? 8000 : 3500);
+  }, []);
+  const services = useMemo<EditorServices>(() => ({ ...props, toast }), [props, toast]);
+  useEffect(() => {
+    document.documentElement.dataset.theme = theme;
+    localStorage.setItem('switchboard:theme', theme);
+  }, [theme]);
+  // Autosave: the serialized flow goes to localStorage shortly after each edit.
+  const { store, drafts } = props;
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const off = store.onDocChange(() => {
+      clearTimeout(timer);
+      timer = setTimeout(() => drafts.save(store.serialize()), 300);
+    });
+    const flush = () => drafts.save(store.serialize());
+    window.addEventListener('pagehide', flush);
+    return () => {
+      off();
+      clearTimeout(timer);
+      window.removeEventListener('pagehide', flush);
+    };
+  }, [store, drafts]);
+  const sel = useSyncExternalStore(store.subscribe, store.getSelection);
+  return (
+    <EditorContext.Provider value={services}>
+      <ReactFlowProvider>
+        <div className="sb-app" data-testid="editor">
+          <Toolbar theme={theme} setTheme={setTheme} open={setDialog} />
+          <div className="sb-main">
+            <Palette />
+            <Canvas colorMode={theme} />
+            <aside
+              className="sb-side"
+              aria-label={sel.nodes.length || sel.edges.length ? 'Inspector' : 'Flow settings'}
+            >
+              <Inspector />
+            </aside>
+          </div>
+          <Problems />
+          <Shortcuts open={setDialog} dialog={dialog} />
+          {dialog === 'gallery' && <Gallery onClose={() => setDialog(undefined)} />}
+          {dialog === 'paste' && <PasteDialog onClose={() => setDialog(undefined)} />}
+          {dialog === 'help' && <HelpDialog onClose={() => setDialog(undefined)} />}
+          <Toasts toasts={toasts} />
+        </div>
+      </ReactFlowProvider>
+    </EditorContext.Provider>
+  );
+}

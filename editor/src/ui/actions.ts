@@ -1,0 +1,123 @@
+/** What toolbar buttons and shortcuts do: open, export, copy, save, lay out, start anew. */
+import { type Flow, parseFlowText } from '@switchboard/schemas';
+import { isPlainObject, UnrepresentableFlowError } from '../model/flowDoc.js';
+import { autoLayout } from '../model/layout.js';
+import type { EditorServices } from './context.js';
+
+/** A new flow: a start, an end and one scripted model, so it runs without an API key. */
+export function blankFlow(): Flow {
+  return {
+    $schema: '../schemas/flow.schema.json',
+    version: 1,
+    id: 'untitled',
+    name: 'Untitled flow',
+    models: { default: { provider: 'scripted' } },
+    nodes: [
+      { id: 'start', kind: 'start', position: { x: 0, y: 160 }, config: {} },
+      { id: 'end', kind: 'end', position: { x: 960, y: 160 }, config: { output: 'last' } },
+    ],
+    edges: [],
+  };
+}
+
+/**
+ * Opens flow text (a file, the clipboard, a template, the server). Bounded parsing first; a
+ * document the canvas cannot hold is refused with the reason, anything else opens and the
+ * validator lists what is wrong with it.
+ */
+export function openText(s: EditorServices, text: string, source: string): boolean {
+  const parsed = parseFlowText(text);
+  if (!parsed.ok) {
+    s.store.setProblems({ errors: parsed.errors, warnings: parsed.warnings });
+    s.toast(`Cannot open ${source}: ${parsed.errors[0]?.message ?? 'not a flow'}`, 'error', 'open-error');
+    return false;
+  }
+  if (isPlainObject(parsed.value) && parsed.value.switchboardFragment === 1) {
+    s.toast(`${source} holds copied nodes, not a flow: paste them with Ctrl+V`, 'error', 'open-error');
+    return false;
+  }
+  try {
+    s.store.load(parsed.value);
+  } catch (e) {
+    const why = e instanceof UnrepresentableFlowError ? e.message : String(e);
+    s.toast(`Cannot open ${source}: ${why}`, 'error', 'open-error');
+    return false;
+  }
+  s.drafts.markSaved(s.store.serialize());
+  const n = s.store.problems.errors.length;
+  s.toast(`Opened ${source}${n ? ` — ${n} problem${n === 1 ? '' : 's'} to fix` : ''}`);
+  return true;
+}
+
+export function newFlow(s: EditorServices): void {
+  s.store.load(blankFlow());
+  s.drafts.markSaved(s.store.serialize());
+}
+
+function fileName(flowId: unknown): string {
+  const id = typeof flowId === 'string' && /^[A-Za-z0-9_.:-]+$/.test(flowId) ? flowId : 'flow';
+  return `${id.replace(/:/g, '-')}.json`;
+}
+
+/** Downloads the flow as `<id>.json`, written by `serializeFlow`. */
+export function exportFile(s: EditorServices): void {
+  const text = s.store.serialize();
+  const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = fileName(s.store.meta('id'));
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  s.drafts.markSaved(text);
+  s.toast(`Exported ${a.download}`);
+}
+
+export async function copyJson(s: EditorServices): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(s.store.serialize());
+    s.toast('Flow JSON copied to the clipboard');
+  } catch {
+    s.toast('The browser refused clipboard access; use Export instead', 'error');
+  }
+}
+
+export async function saveToServer(s: EditorServices): Promise<void> {
+  if (!s.api) {
+    s.toast(
+      'No Switchboard server answered: your work is kept in this browser; use Export to save a file',
+      'error',
+      'save-offline',
+    );
+    return;
+  }
+  const flow = s.store.toFlow();
+  const text = s.store.serialize();
+  try {
+    const r = await s.api.save(flow, text);
+    if (r.ok) {
+      s.drafts.markSaved(text);
+      s.toast(`Saved ${flow.id} to the server`, 'info', 'saved');
+    } else {
+      if (r.errors.length) s.store.setProblems({ errors: r.errors, warnings: [] });
+      s.toast(r.message, 'error', 'save-error');
+    }
+  } catch (e) {
+    s.toast(`Saving failed: ${(e as Error).message}`, 'error', 'save-error');
+  }
+}
+
+export async function layout(s: EditorServices): Promise<void> {
+  const { store } = s;
+  try {
+    const boxes = await autoLayout({
+      flow: store.toFlow(),
+      sizeOf: (id) => store.sizeOf(id),
+      isGroup: (id) => !!store.kindOf(id)?.display.group,
+    });
+    store.applyLayout(boxes);
+  } catch (e) {
+    s.toast(`Auto-layout failed: ${(e as Error).message}`, 'error');
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * Test and benchmark hooks, on only with `?bench=1`: a count of node component renders
+ * (`window.__SB_RENDER_COUNTS__`) and a handle on the store (`window.__SB__`).
+ */
+export const BENCH_MODE =
+  typeof location !== 'undefined' && new URLSearchParams(location.search).has('bench');
+
+declare global {
+  interface Window {
+    __SB_RENDER_COUNTS__?: Record<string, number>;
+    __SB__?: unknown;
+  }
+}
+
+if (BENCH_MODE) window.__SB_RENDER_COUNTS__ = {};
+
+export function countRender(id: string): void {
+  if (!BENCH_MODE) return;
+  const c = window.__SB_RENDER_COUNTS__!;
+  c[id] = (c[id] ?? 0) + 1;
+}

@@ -1,0 +1,142 @@
+/**
+ * Node faces. One component draws every kind from its registry definition (ports → handles,
+ * `display` → colour, icon and label, `summary` → the line that matters at a glance); teams add a
+ * resizer. Components are memoized and read run state, problems and links per node id, so an
+ * update to one node re-renders only that node.
+ */
+import type { NodeKindDefinition, PortSpec } from '@switchboard/nodes';
+import { Handle, type NodeProps, NodeResizer, Position } from '@xyflow/react';
+import { type CSSProperties, memo } from 'react';
+import type { SbNode } from '../store/editorStore.js';
+import { countRender } from './bench.js';
+import { useEditor, useKeyed } from './context.js';
+
+const SIDE: Record<PortSpec['side'], Position> = {
+  top: Position.Top,
+  right: Position.Right,
+  bottom: Position.Bottom,
+  left: Position.Left,
+};
+
+function Handles({ nodeId, def }: { nodeId: string; def: NodeKindDefinition | undefined }) {
+  if (!def) return null;
+  const bySide = new Map<string, PortSpec[]>();
+  for (const p of def.ports) bySide.set(p.side, [...(bySide.get(p.side) ?? []), p]);
+  return (
+    <>
+      {def.ports.map((p) => {
+        const list = bySide.get(p.side)!;
+        const i = list.indexOf(p);
+        const along = `${((i + 1) / (list.length + 1)) * 100}%`;
+        const style: CSSProperties =
+          p.side === 'top' || p.side === 'bottom' ? { left: along } : { top: along };
+        const title = `${p.label ?? p.id}: ${p.type === 'source' ? 'starts' : 'takes'} ${p.accepts.join('/')} edges`;
+        return (
+          <Handle
+            key={p.id}
+            id={p.id}
+            type={p.type}
+            position={SIDE[p.side]}
+            style={style}
+            className={`sb-handle sb-handle-${p.accepts[0]}`}
+            data-testid={`handle-${nodeId}-${p.id}`}
+            title={title}
+            aria-label={title}
+          />
+        );
+      })}
+    </>
+  );
+}
+
+function summaryOf(def: NodeKindDefinition | undefined, config: Record<string, unknown>): string {
+  if (!def?.summary) return '';
+  try {
+    return String(def.summary(config as never) ?? '');
+  } catch {
+    // A config the kind cannot summarise is invalid; the problems list says why.
+    return '';
+  }
+}
+
+function titleOf(id: string, data: SbNode['data']): string {
+  if (data.label) return data.label;
+  const name = data.config.name;
+  return typeof name === 'string' && name ? name : id;
+}
+
+function Face({ id, data, group }: { id: string; data: SbNode['data']; group: boolean }) {
+  const { store } = useEditor();
+  const def = store.registry.get(data.kind);
+  const run = useKeyed(store.runState.store, id);
+  const mark = useKeyed(store.marks, id);
+  const link = useKeyed(store.links, id);
+  const severity = mark ? mark.slice(0, mark.indexOf('\n')) : '';
+  const messages = mark ? mark.slice(mark.indexOf('\n') + 1) : '';
+  const summary = summaryOf(def, data.config);
+  const cls = [
+    'sb-node',
+    group ? 'sb-node-group' : '',
+    severity ? `sb-node-${severity}` : '',
+    run.active ? 'sb-run-active' : '',
+    run.status !== 'idle' ? `sb-run-${run.status}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+  return (
+    <div
+      className={cls}
+      style={{ '--accent': def?.display.color ?? '#6b7280' } as CSSProperties}
+      data-testid={`node-${id}`}
+      data-kind={data.kind}
+      data-problem={severity || undefined}
+      data-run-status={run.status}
+      data-run-active={run.active || undefined}
+      title={messages || undefined}
+    >
+      <div className="sb-node-head">
+        <span className="sb-node-icon" aria-hidden>
+          {def?.display.icon ?? '?'}
+        </span>
+        <span className="sb-node-title">{titleOf(id, data)}</span>
+        <span className="sb-node-kind">{def?.display.label ?? `unknown kind "${data.kind}"`}</span>
+      </div>
+      {summary && <div className="sb-node-summary">{summary}</div>}
+      {link && <div className="sb-node-links">{link}</div>}
+      {severity && (
+        <div
+          className={`sb-node-badge sb-badge-${severity}`}
+          role="img"
+          aria-label={`${severity}: ${messages}`}
+        >
+          {severity === 'error' ? '!' : '?'}
+        </div>
+      )}
+      <Handles nodeId={id} def={def} />
+    </div>
+  );
+}
+
+export const KindNode = memo(function KindNode({ id, data }: NodeProps<SbNode>) {
+  countRender(id);
+  return <Face id={id} data={data} group={false} />;
+});
+
+export const TeamNode = memo(function TeamNode({ id, data, selected }: NodeProps<SbNode>) {
+  countRender(id);
+  const { store } = useEditor();
+  return (
+    <>
+      <NodeResizer
+        isVisible={!!selected}
+        minWidth={200}
+        minHeight={120}
+        onResizeEnd={(_e, box) => store.commitResize(id, box)}
+      />
+      <Face id={id} data={data} group />
+    </>
+  );
+});
+
+/** Defined once at module level: React Flow re-mounts every node when this object changes. */
+export const nodeTypes = { kind: KindNode, group: TeamNode };
