@@ -1424,6 +1424,23 @@ export class Run {
 // ---------------------------------------------------------------------------------------------
 // Contexts handed to behaviours
 
+const parsedJson = new WeakMap<Message, unknown>();
+/** `last.json` of a text message that happens to be JSON (parsed once, bounded). */
+function jsonOf(m: Message): unknown {
+  if (parsedJson.has(m)) return parsedJson.get(m);
+  let v: unknown;
+  const t = m.content.trimStart();
+  if ((t.startsWith('{') || t.startsWith('[')) && t.length <= 1024 * 1024) {
+    try {
+      v = JSON.parse(t);
+    } catch {
+      v = undefined;
+    }
+  }
+  parsedJson.set(m, v);
+  return v;
+}
+
 class StateView implements StateAccess {
   constructor(private readonly d: RunData) {}
   get(path: string): unknown {
@@ -1562,7 +1579,8 @@ export class NodeCtx implements NodeContext {
     const c: ConditionContext = { state: d.state, counters: this.counters, input: d.input };
     if (last) {
       c.last = { content: last.content, author: last.author };
-      if (last.json !== undefined) c.last.json = last.json;
+      const json = last.json !== undefined ? last.json : jsonOf(last);
+      if (json !== undefined) c.last.json = json;
     }
     if (extra) Object.assign(c, extra);
     return c;

@@ -53,8 +53,15 @@ export const TeamConfig = Type.Object(
 type TeamConfigT = Static<typeof TeamConfig>;
 
 function terminates(config: Record<string, unknown>): boolean {
-  const t = (config as TeamConfigT).termination;
-  return !!t && Object.values(t).some((v) => v !== undefined);
+  const c = config as TeamConfigT;
+  const t = c.termination;
+  if (t && Object.values(t).some((v) => v !== undefined)) return true;
+  // A decider that picks every FSM transition, or a manager/decider that picks every speaker,
+  // can end the team itself ("done"), so a cycle inside such a team is not endless.
+  if (c.mode === 'fsm' && c.decider !== undefined) return true;
+  if (c.mode === 'groupChat' && (c.speaker?.strategy === 'llm' || c.speaker?.strategy === 'decider'))
+    return true;
+  return false;
 }
 
 export const teamKind = defineKind({
