@@ -57,7 +57,8 @@ export function scanEventLog(file: string, runId?: string): ScanResult {
         ev = JSON.parse(text);
         if (!isObj(ev) || typeof ev.type !== 'string' || !Number.isInteger(ev.seq))
           problem = 'the record is not an event (type, seq)';
-        else if (runId !== undefined && ev.runId !== runId)
+        else if (runId !== undefined && ev.runId !== runId && !String(ev.runId).startsWith(`${runId}~`))
+          // Nested (delegated) runs share the parent's log and seq, with ids `<runId>~N`.
           problem = `the record belongs to run ${String(ev.runId)}`;
         else {
           const expected = (events.at(-1)?.seq ?? (ev.seq as number) - 1) + 1;
@@ -97,6 +98,8 @@ export class EventLog {
   /** Called after each batch reaches the file, with the events of that batch. */
   onFlushed?: (batch: RunEvent[]) => void;
   private unflushed: RunEvent[] = [];
+  /** How many of `events` reached the file; reads never see events before they are written. */
+  private flushedCount: number;
   /** Bytes written since the last fsync (to skip needless fsyncs). */
   private dirty = false;
 
@@ -107,6 +110,7 @@ export class EventLog {
   ) {
     this.fd = fd;
     this.events = events;
+    this.flushedCount = events.length;
   }
 
   /** Opens (creating) a log for appending; a torn tail is cut first and reported in `torn`. */
@@ -120,8 +124,14 @@ export class EventLog {
     return { log: new EventLog(file, fd, scan.events), ...(scan.torn ? { torn: scan.torn } : {}) };
   }
 
+  /** Seq of the last appended event (written or about to be, this turn). */
   get lastSeq(): number {
     return this.events.at(-1)?.seq ?? 0;
+  }
+
+  /** Seq of the last event that reached the file. */
+  get writtenSeq(): number {
+    return this.events[this.flushedCount - 1]?.seq ?? 0;
   }
 
   /** Queues an event; it reaches the file before control returns to the event loop. */
@@ -147,6 +157,7 @@ export class EventLog {
     this.dirty = true;
     const batch = this.unflushed;
     this.unflushed = [];
+    this.flushedCount = this.events.length;
     this.onFlushed?.(batch);
   }
 
@@ -169,11 +180,11 @@ export class EventLog {
     }
   }
 
-  /** Events with seq > after, at most `limit`. */
+  /** Written events with seq > after, at most `limit`. */
   after(after: number, limit = Number.POSITIVE_INFINITY): RunEvent[] {
     const first = this.events[0]?.seq ?? 1;
     const start = Math.max(0, after - first + 1);
-    return this.events.slice(start, start + Math.min(limit, this.events.length));
+    return this.events.slice(start, Math.min(this.flushedCount, start + Math.min(limit, this.events.length)));
   }
 
   /** Flushes, fsyncs and closes. */

@@ -209,6 +209,8 @@ describe('event logs', () => {
     log.onFlushed = (b) => batches.push(b.length);
     for (let i = 1; i <= 10; i++) log.append(ev('r', i));
     expect(readFileSync(file, 'utf8')).toBe('');
+    // Nothing is readable (and so nothing acknowledged) before it is written.
+    expect(log.after(0)).toEqual([]);
     await new Promise((r) => setImmediate(r));
     expect(readFileSync(file, 'utf8').split('\n').length).toBe(11);
     expect(batches).toEqual([10]);

@@ -1,0 +1,223 @@
+/**
+ * The Switchboard server, built by a factory so tests drive it with `inject()` and real
+ * sockets alike: the editor's static build, the REST API, WebSocket run events and Yjs rooms,
+ * over one data directory.
+ */
+import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import fastifyWebsocket from '@fastify/websocket';
+import type { RunEvent } from '@switchboard/schemas';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { Store } from '../store/store.js';
+import { installErrorHandling } from './errors.js';
+import { EventHub, type HubOptions } from './event-hub.js';
+import { installGuard } from './guard.js';
+import { installJsonParser } from './json-body.js';
+import { collectRoutes } from './openapi.js';
+import { registerFlowRoutes } from './routes-flows.js';
+import { registerRunRoutes } from './routes-runs.js';
+import { FINAL, RunManager, type RunManagerOptions } from './run-manager.js';
+import {
+  allowedHostsFor,
+  allowedOriginsFor,
+  FailureLimiter,
+  isLoopbackHost,
+  tokenProblem,
+} from './security.js';
+import { YjsRooms } from './yjs-room.js';
+
+export const DEFAULT_PORT = 5170;
+export const DEFAULT_HOST = '127.0.0.1';
+/** Request bodies: a flow may be 8 MiB (the validator's limit), plus an envelope. */
+export const BODY_LIMIT = 9 * 1024 * 1024;
+/** WebSocket messages: a few MiB, not ws's 100 MiB default. */
+export const WS_MAX_PAYLOAD = 4 * 1024 * 1024;
+
+export interface ServerOptions {
+  /** The data directory, or an open store (the caller then closes it). */
+  dataDir?: string;
+  store?: Store;
+  host?: string;
+  port?: number;
+  /** Required on non-loopback hosts; defaults to SWITCHBOARD_TOKEN. */
+  token?: string;
+  /** Extra Host header values (e.g. `switchboard.example:443`). */
+  allowedHosts?: string[];
+  /** Extra browser origins allowed to open WebSockets and send writes. */
+  allowedOrigins?: string[];
+  /** The editor's build; default editor/dist of this checkout; false: no static files. */
+  editorDir?: string | false;
+  /** fastify/pino logger option (false: silent). */
+  logger?: FastifyServerOptions['logger'];
+  hub?: HubOptions;
+  /** Passed to the run manager (engine, models, tools). */
+  runs?: Omit<RunManagerOptions, 'store' | 'publish' | 'logger'>;
+  /** Resume runs the last process left running (default true). */
+  recover?: boolean;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface SwitchboardServer {
+  app: FastifyInstance;
+  store: Store;
+  runs: RunManager;
+  hub: EventHub;
+  rooms: YjsRooms;
+  /** What recovery found at start. */
+  recovered: { resumed: string[]; interrupted: string[]; final: string[] };
+  listen(): Promise<{ url: string; port: number }>;
+  close(): Promise<void>;
+}
+
+export class ServerConfigError extends Error {}
+
+export function defaultEditorDir(): string {
+  // Same depth from src/server and dist/server.
+  return fileURLToPath(new URL('../../../editor/dist', import.meta.url));
+}
+
+export async function createServer(options: ServerOptions = {}): Promise<SwitchboardServer> {
+  const env = options.env ?? process.env;
+  const host = options.host ?? DEFAULT_HOST;
+  let port = options.port ?? DEFAULT_PORT;
+  const token = options.token ?? (env.SWITCHBOARD_TOKEN || undefined);
+  if (!isLoopbackHost(host)) {
+    const problem = tokenProblem(token);
+    if (problem) throw new ServerConfigError(`refusing to listen on ${host}: ${problem}`);
+  } else if (token !== undefined) {
+    const problem = tokenProblem(token);
+    if (problem) throw new ServerConfigError(problem);
+  }
+  const extraHosts = options.allowedHosts ?? env.SWITCHBOARD_ALLOWED_HOSTS?.split(',').filter(Boolean) ?? [];
+  const extraOrigins =
+    options.allowedOrigins ?? env.SWITCHBOARD_ALLOWED_ORIGINS?.split(',').filter(Boolean) ?? [];
+  let hosts = allowedHostsFor(host, port, extraHosts);
+  let origins = allowedOriginsFor(hosts, extraOrigins);
+
+  const ownStore = !options.store;
+  const store =
+    options.store ?? (await Store.open(options.dataDir ?? env.SWITCHBOARD_DATA ?? './.switchboard'));
+
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: BODY_LIMIT,
+    trustProxy: false,
+    // Keep JSON bodies bounded; the parser below checks depth and prototype keys.
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    return503OnClosing: true,
+    forceCloseConnections: true,
+    requestTimeout: 60_000,
+  });
+  const openapi = collectRoutes(app);
+  installErrorHandling(app);
+  installJsonParser(app);
+  installGuard(app, { token, hosts: () => hosts, origins: () => origins, limiter: new FailureLimiter() });
+
+  // Run events go to the hub after the log write, so nothing is seen before it is stored.
+  let hub!: EventHub;
+  const runs = new RunManager({
+    ...options.runs,
+    store,
+    publish: (runId: string, events: RunEvent[]) => hub.publish(runId, events),
+    logger: app.log,
+  });
+  hub = new EventHub(
+    {
+      eventsAfter: (runId, after, limit) =>
+        store.catalog.data.runs[runId] ? store.readEvents(runId, after, limit) : undefined,
+      liveRunsOf: (flowId) =>
+        Object.values(store.catalog.data.runs)
+          .filter((r) => r.flowId === flowId && !FINAL.has(r.status))
+          .map((r) => r.id),
+      flowOf: (runId) => store.catalog.data.runs[runId]?.flowId,
+    },
+    options.hub,
+  );
+  const rooms = new YjsRooms();
+
+  await app.register(fastifyWebsocket, {
+    options: {
+      maxPayload: WS_MAX_PAYLOAD,
+      perMessageDeflate: false,
+      // Never echo a bearer token back as the selected subprotocol when another is offered.
+      handleProtocols: (protocols: Set<string>) => {
+        for (const p of protocols) if (!p.startsWith('bearer.')) return p;
+        return [...protocols][0] ?? false;
+      },
+    },
+  });
+
+  app.get('/api/health', { schema: { summary: 'Liveness (public)' } }, async () => ({ ok: true }));
+  app.get('/api/openapi.json', { schema: { summary: 'This API as OpenAPI 3.1' } }, async () => openapi());
+  registerFlowRoutes(app, store.catalog);
+  registerRunRoutes(app, store, runs);
+  app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
+    hub.attach(socket);
+  });
+  app.get<{ Params: { room: string } }>(
+    '/api/yjs/:room',
+    {
+      websocket: true,
+      schema: {
+        summary: 'Yjs collaboration room of a flow (WebSocket, y-protocols)',
+        params: {
+          type: 'object',
+          properties: { room: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$' } },
+        },
+      },
+    },
+    (socket, req) => {
+      void rooms.attach(socket, req.params.room);
+    },
+  );
+
+  const editorDir = options.editorDir === undefined ? defaultEditorDir() : options.editorDir;
+  if (editorDir && existsSync(`${editorDir}/index.html`)) {
+    await app.register(fastifyStatic, { root: editorDir, prefix: '/', wildcard: false, index: 'index.html' });
+    // Client-side routes of the editor get its index page; unknown /api paths stay JSON 404s.
+    app.get('/*', { schema: { hide: true } }, (req, reply) => {
+      if (req.url.startsWith('/api/')) {
+        return reply
+          .code(404)
+          .send({ error: { code: 'not-found', message: `no route GET ${req.url.split('?')[0]}` } });
+      }
+      return reply.sendFile('index.html');
+    });
+  }
+
+  const recovered =
+    options.recover === false ? { resumed: [], interrupted: [], final: [] } : await runs.recover();
+  if (recovered.resumed.length || recovered.interrupted.length)
+    app.log.warn(recovered, 'recovered runs left by the previous process');
+
+  let closed = false;
+  return {
+    app,
+    store,
+    runs,
+    hub,
+    rooms,
+    recovered,
+    async listen() {
+      await app.listen({ host, port });
+      const addr = app.server.address() as AddressInfo;
+      port = addr.port;
+      hosts = allowedHostsFor(host, port, extraHosts);
+      origins = allowedOriginsFor(hosts, extraOrigins);
+      const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+      return { url: `http://${h}:${port}`, port };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      hub.closeAll();
+      rooms.closeAll();
+      await runs.detachAll();
+      await app.close();
+      if (ownStore) await store.close();
+    },
+  };
+}

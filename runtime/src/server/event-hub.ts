@@ -1,0 +1,260 @@
+/**
+ * Live run events over WebSocket. A client subscribes to one run or to every run of a flow,
+ * with the last seq it has; it gets everything after that from the log, in order, then live.
+ *
+ * Events published during one event-loop turn go out as one frame per run, serialised once
+ * and shared by every subscriber (200 subscribers cost one JSON.stringify). A client whose
+ * unsent data passes `maxBuffered` is closed with {@link CLOSE_SLOW} — it resubscribes with
+ * its last seq and misses nothing — so a stalled reader never grows the server's memory.
+ */
+import type { RunEvent } from '@switchboard/schemas';
+import type { WebSocket } from 'ws';
+
+/** Close code for a client that could not keep up; recover by resubscribing with the last seq. */
+export const CLOSE_SLOW = 4008;
+/** Close code for a client that kept sending bad messages. */
+export const CLOSE_POLICY = 4400;
+/** Close code when the server shuts down (reconnect later). */
+export const CLOSE_GOING_AWAY = 1001;
+
+export interface HubSource {
+  /** Durable events of a run after `after`; undefined when the run does not exist. */
+  eventsAfter(runId: string, after: number, limit: number): RunEvent[] | undefined;
+  /** Runs of a flow that are still live (not in a final state). */
+  liveRunsOf(flowId: string): string[];
+  flowOf(runId: string): string | undefined;
+}
+
+export interface HubOptions {
+  /** Bytes of unsent frames a client may accumulate before it is closed. Default 8 MiB. */
+  maxBuffered?: number;
+  /** Subscriptions per connection. Default 1,000. */
+  maxSubscriptions?: number;
+  /** Events per catch-up frame. Default 2,000. */
+  historyChunk?: number;
+}
+
+interface Client {
+  ws: WebSocket;
+  /** Last seq sent per run. */
+  sent: Map<string, number>;
+  runs: Set<string>;
+  flows: Set<string>;
+  errors: number;
+  closing: boolean;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+const ID_RE = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/;
+
+export class EventHub {
+  private readonly clients = new Set<Client>();
+  private readonly byRun = new Map<string, Set<Client>>();
+  private readonly byFlow = new Map<string, Set<Client>>();
+  private pending = new Map<string, { flowId: string | undefined; events: RunEvent[] }>();
+  private scheduled = false;
+  private readonly maxBuffered: number;
+  private readonly maxSubscriptions: number;
+  private readonly historyChunk: number;
+  /** Frames sent and clients dropped, for health and benchmarks. */
+  readonly stats = { frames: 0, events: 0, slowClosed: 0 };
+
+  constructor(
+    private readonly source: HubSource,
+    options: HubOptions = {},
+  ) {
+    this.maxBuffered = options.maxBuffered ?? 8 * 1024 * 1024;
+    this.maxSubscriptions = options.maxSubscriptions ?? 1000;
+    this.historyChunk = options.historyChunk ?? 2000;
+  }
+
+  get clientCount(): number {
+    return this.clients.size;
+  }
+
+  /** Events that reached the log; sent at the end of this event-loop turn. */
+  publish(runId: string, events: RunEvent[]): void {
+    if (events.length === 0) return;
+    let p = this.pending.get(runId);
+    if (!p) {
+      p = { flowId: this.source.flowOf(runId), events: [] };
+      this.pending.set(runId, p);
+    }
+    for (const e of events) p.events.push(e);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Sends everything published so far (also called by the scheduler). */
+  flush(): void {
+    this.scheduled = false;
+    const batches = this.pending;
+    this.pending = new Map();
+    for (const [runId, { flowId, events }] of batches) {
+      const targets = new Set<Client>(this.byRun.get(runId));
+      if (flowId !== undefined) for (const c of this.byFlow.get(flowId) ?? []) targets.add(c);
+      if (targets.size === 0) continue;
+      let shared: string | undefined;
+      const last = events.at(-1)!.seq;
+      for (const c of targets) {
+        if (c.closing) continue;
+        const sent = c.sent.get(runId) ?? 0;
+        if (sent >= last) continue;
+        let frame: string;
+        if (sent < events[0]!.seq) {
+          shared ??= JSON.stringify({ type: 'events', runId, events });
+          frame = shared;
+        } else frame = JSON.stringify({ type: 'events', runId, events: events.filter((e) => e.seq > sent) });
+        c.sent.set(runId, last);
+        this.send(c, frame, events.length);
+      }
+    }
+  }
+
+  private send(c: Client, frame: string, n: number): void {
+    if (c.closing) return;
+    if (c.ws.bufferedAmount + frame.length > this.maxBuffered) {
+      this.stats.slowClosed++;
+      this.drop(c, CLOSE_SLOW, 'slow consumer: resubscribe with your last seq');
+      return;
+    }
+    this.stats.frames++;
+    this.stats.events += n;
+    c.ws.send(frame);
+  }
+
+  private reply(c: Client, msg: Record<string, unknown>): void {
+    if (!c.closing && c.ws.readyState === c.ws.OPEN) c.ws.send(JSON.stringify(msg));
+  }
+
+  private drop(c: Client, code: number, reason: string): void {
+    c.closing = true;
+    this.forget(c);
+    try {
+      c.ws.close(code, reason);
+    } catch {}
+    // A client that never reads will not read the close frame either.
+    setTimeout(() => c.ws.terminate(), 5000).unref();
+  }
+
+  private forget(c: Client): void {
+    this.clients.delete(c);
+    for (const r of c.runs) this.byRun.get(r)?.delete(c);
+    for (const f of c.flows) this.byFlow.get(f)?.delete(c);
+  }
+
+  /** Takes over a connected socket. */
+  attach(ws: WebSocket): void {
+    const c: Client = { ws, sent: new Map(), runs: new Set(), flows: new Set(), errors: 0, closing: false };
+    this.clients.add(c);
+    ws.on('message', (data, isBinary) => this.onMessage(c, data as Buffer, isBinary));
+    ws.on('close', () => this.forget(c));
+    ws.on('error', () => this.forget(c));
+  }
+
+  private bad(c: Client, code: string, message: string): void {
+    c.errors++;
+    this.reply(c, { type: 'error', code, message });
+    if (c.errors > 50) this.drop(c, CLOSE_POLICY, 'too many bad messages');
+  }
+
+  private onMessage(c: Client, data: Buffer, isBinary: boolean): unknown {
+    if (c.closing) return;
+    if (isBinary) return this.bad(c, 'bad-message', 'binary messages are not accepted; send JSON text');
+    let msg: unknown;
+    try {
+      msg = JSON.parse(data.toString('utf8'));
+    } catch {
+      return this.bad(c, 'bad-message', 'not JSON');
+    }
+    if (!isObj(msg) || typeof msg.type !== 'string')
+      return this.bad(c, 'bad-message', 'expected { "type": "subscribe" | "unsubscribe" | "ping", … }');
+    switch (msg.type) {
+      case 'ping':
+        return this.reply(c, { type: 'pong' });
+      case 'subscribe':
+        return this.subscribe(c, msg);
+      case 'unsubscribe':
+        if (typeof msg.runId === 'string') {
+          c.runs.delete(msg.runId);
+          this.byRun.get(msg.runId)?.delete(c);
+        }
+        if (typeof msg.flowId === 'string') {
+          c.flows.delete(msg.flowId);
+          this.byFlow.get(msg.flowId)?.delete(c);
+        }
+        return this.reply(c, { type: 'unsubscribed', runId: msg.runId, flowId: msg.flowId });
+      default:
+        return this.bad(c, 'bad-message', `unknown message type ${JSON.stringify(msg.type).slice(0, 60)}`);
+    }
+  }
+
+  private subscribe(c: Client, msg: Record<string, unknown>): unknown {
+    if (c.runs.size + c.flows.size >= this.maxSubscriptions)
+      return this.bad(c, 'too-many-subscriptions', `at most ${this.maxSubscriptions} per connection`);
+    const seqOf = (v: unknown): number | undefined =>
+      v === undefined ? 0 : Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined;
+    if (typeof msg.runId === 'string') {
+      if (!ID_RE.test(msg.runId)) return this.bad(c, 'bad-message', 'runId is not a valid id');
+      const after = seqOf(msg.after);
+      if (after === undefined) return this.bad(c, 'bad-message', '"after" must be a seq (integer ≥ 0)');
+      const runId = msg.runId;
+      const history = this.source.eventsAfter(runId, after, Number.POSITIVE_INFINITY);
+      if (history === undefined) return this.bad(c, 'not-found', `no run ${runId}`);
+      c.runs.add(runId);
+      const set = this.byRun.get(runId) ?? new Set<Client>();
+      this.byRun.set(runId, set);
+      set.add(c);
+      this.reply(c, { type: 'subscribed', runId, after });
+      this.catchUp(c, runId, after, history);
+      return;
+    }
+    if (typeof msg.flowId === 'string') {
+      if (!ID_RE.test(msg.flowId)) return this.bad(c, 'bad-message', 'flowId is not a valid id');
+      const flowId = msg.flowId;
+      const afterMap: Record<string, number> = {};
+      if (msg.after !== undefined) {
+        if (!isObj(msg.after)) return this.bad(c, 'bad-message', '"after" must map run ids to seqs');
+        for (const [k, v] of Object.entries(msg.after)) {
+          const s = seqOf(v);
+          if (s === undefined || !ID_RE.test(k))
+            return this.bad(c, 'bad-message', `bad "after" entry ${k.slice(0, 60)}`);
+          afterMap[k] = s;
+        }
+      }
+      c.flows.add(flowId);
+      const set = this.byFlow.get(flowId) ?? new Set<Client>();
+      this.byFlow.set(flowId, set);
+      set.add(c);
+      const runs = new Set([...this.source.liveRunsOf(flowId), ...Object.keys(afterMap)]);
+      this.reply(c, { type: 'subscribed', flowId, runs: [...runs] });
+      for (const runId of runs) {
+        if (this.source.flowOf(runId) !== flowId) continue;
+        const after = afterMap[runId] ?? 0;
+        this.catchUp(c, runId, after, this.source.eventsAfter(runId, after, Number.POSITIVE_INFINITY) ?? []);
+      }
+      return;
+    }
+    this.bad(c, 'bad-message', 'subscribe needs "runId" or "flowId"');
+  }
+
+  /** History is read synchronously, so no live event can slip between it and the live feed. */
+  private catchUp(c: Client, runId: string, after: number, history: RunEvent[]): void {
+    const sent = Math.max(after, c.sent.get(runId) ?? 0);
+    c.sent.set(runId, sent);
+    const todo = history.filter((e) => e.seq > sent);
+    for (let i = 0; i < todo.length && !c.closing; i += this.historyChunk) {
+      const chunk = todo.slice(i, i + this.historyChunk);
+      c.sent.set(runId, chunk.at(-1)!.seq);
+      this.send(c, JSON.stringify({ type: 'events', runId, events: chunk }), chunk.length);
+    }
+  }
+
+  /** Closes every client (server shutdown). */
+  closeAll(): void {
+    for (const c of [...this.clients]) this.drop(c, CLOSE_GOING_AWAY, 'server shutting down');
+  }
+}

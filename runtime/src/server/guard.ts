@@ -1,0 +1,60 @@
+/**
+ * The request gate, run before routing for every request and WebSocket upgrade:
+ * 1. Host must name this server (DNS rebinding);
+ * 2. with a token configured, every route but the public list needs it (rate-limited failures);
+ * 3. WebSocket upgrades must come from an allowed Origin; other requests that carry an Origin
+ *    and change state must too (cross-site requests).
+ * Only the socket's own address is trusted; `x-forwarded-*` headers are never read.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type FailureLimiter, tokenFrom, tokenMatches } from './security.js';
+
+/** Routes that answer without a token (reviewed: they reveal nothing but liveness). */
+export const PUBLIC_ROUTES = new Set(['GET /api/health', 'HEAD /api/health']);
+
+export interface GuardConfig {
+  token?: string;
+  /** Host header values accepted, recomputed once the port is known. */
+  hosts: () => Set<string>;
+  origins: () => Set<string>;
+  limiter: FailureLimiter;
+}
+
+function refuse(reply: FastifyReply, status: number, code: string, message: string): FastifyReply {
+  return reply.code(status).header('connection', 'close').send({ error: { code, message } });
+}
+
+const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export function installGuard(app: FastifyInstance, cfg: GuardConfig): void {
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    const host = req.headers.host;
+    if (typeof host !== 'string' || !cfg.hosts().has(host))
+      return refuse(reply, 421, 'bad-host', 'the Host header does not name this server');
+    const isUpgrade = (req.headers.upgrade ?? '').toLowerCase() === 'websocket';
+    const origin = req.headers.origin;
+    if (isUpgrade) {
+      if (typeof origin !== 'string' || !cfg.origins().has(origin))
+        return refuse(
+          reply,
+          403,
+          'bad-origin',
+          'WebSocket connections are accepted only from this server’s own origin',
+        );
+    } else if (origin !== undefined && STATE_CHANGING.has(req.method) && !cfg.origins().has(String(origin))) {
+      return refuse(reply, 403, 'bad-origin', 'cross-origin requests are not accepted');
+    }
+    if (cfg.token === undefined) return;
+    const route = `${req.method} ${req.routeOptions.url ?? ''}`;
+    if (PUBLIC_ROUTES.has(route) && !isUpgrade) return;
+    const addr = req.socket.remoteAddress ?? 'unknown';
+    if (cfg.limiter.blocked(addr))
+      return refuse(reply, 429, 'rate-limited', 'too many failed attempts; wait a minute');
+    const given = tokenFrom(req.headers, req.url, isUpgrade);
+    if (!tokenMatches(cfg.token, given)) {
+      cfg.limiter.fail(addr);
+      return refuse(reply, 401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
+    }
+    cfg.limiter.succeed(addr);
+  });
+}

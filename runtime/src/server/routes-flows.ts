@@ -1,0 +1,226 @@
+/**
+ * Flows: list, get, create, replace, delete, validate, import and export. Every write goes
+ * through the one validator; an invalid write is refused with 400 and the validator's
+ * problems, and the stored flow stays as it was.
+ */
+import { validate } from '@switchboard/nodes';
+import { type Flow, serializeFlow } from '@switchboard/schemas';
+import type { FastifyInstance } from 'fastify';
+import type { Catalog, FlowRecord } from '../store/catalog.js';
+import { HttpError } from './errors.js';
+
+const ID = { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$', maxLength: 128 } as const;
+const idParams = { type: 'object', properties: { id: ID }, required: ['id'] } as const;
+const problems = { type: 'array', items: { type: 'object', additionalProperties: true } } as const;
+const flowBody = { type: 'object', description: 'A flow document (flow.schema.json)' } as const;
+const writeResult = {
+  type: 'object',
+  properties: { id: { type: 'string' }, rev: { type: 'integer' }, warnings: problems },
+} as const;
+
+export function checkFlow(body: unknown): { flow: Flow; warnings: unknown[] } {
+  const v = validate(body);
+  if (!v.ok || !v.flow)
+    throw new HttpError(400, 'invalid-flow', `the flow is invalid (${v.errors.length} problems)`, {
+      errors: v.errors,
+      warnings: v.warnings,
+    });
+  return { flow: v.flow, warnings: v.warnings };
+}
+
+export function registerFlowRoutes(app: FastifyInstance, catalog: Catalog): void {
+  const flows = () => catalog.data.flows;
+
+  async function put(
+    flow: Flow,
+    mode: 'create' | 'replace' | 'upsert',
+  ): Promise<{ rec: FlowRecord; created: boolean }> {
+    const old = flows()[flow.id];
+    if (old && mode === 'create')
+      throw new HttpError(409, 'exists', `a flow with id ${flow.id} exists already`);
+    if (!old && mode === 'replace') throw new HttpError(404, 'not-found', `no flow ${flow.id}`);
+    const t = new Date().toISOString();
+    const rec: FlowRecord = { flow, rev: (old?.rev ?? 0) + 1, createdAt: old?.createdAt ?? t, updatedAt: t };
+    flows()[flow.id] = rec;
+    try {
+      await catalog.save();
+    } catch (e) {
+      // Keep memory and disk in agreement when the write fails.
+      if (old) flows()[flow.id] = old;
+      else delete flows()[flow.id];
+      throw e;
+    }
+    return { rec, created: !old };
+  }
+
+  app.get(
+    '/api/flows',
+    {
+      schema: {
+        summary: 'List flows',
+        response: {
+          200: {
+            type: 'object',
+            properties: {
+              flows: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: {
+                    id: { type: 'string' },
+                    name: { type: 'string' },
+                    description: { type: 'string' },
+                    rev: { type: 'integer' },
+                    nodes: { type: 'integer' },
+                    updatedAt: { type: 'string' },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+    async () => ({
+      flows: Object.values(flows())
+        .map((r) => ({
+          id: r.flow.id,
+          name: r.flow.name,
+          description: r.flow.description,
+          rev: r.rev,
+          nodes: r.flow.nodes.length,
+          updatedAt: r.updatedAt,
+        }))
+        .sort((a, b) => a.id.localeCompare(b.id)),
+    }),
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/api/flows/:id',
+    { schema: { summary: 'Get a flow document (ETag: its revision)', params: idParams } },
+    async (req, reply) => {
+      const rec = flows()[req.params.id];
+      if (!rec) throw new HttpError(404, 'not-found', `no flow ${req.params.id}`);
+      reply.header('etag', `"${rec.rev}"`);
+      return rec.flow;
+    },
+  );
+
+  app.post(
+    '/api/flows',
+    {
+      schema: {
+        summary: 'Create a flow (409 when the id exists)',
+        body: flowBody,
+        response: { 201: writeResult },
+      },
+    },
+    async (req, reply) => {
+      const { flow, warnings } = checkFlow(req.body);
+      const { rec } = await put(flow, 'create');
+      reply.code(201).header('etag', `"${rec.rev}"`);
+      return { id: flow.id, rev: rec.rev, warnings };
+    },
+  );
+
+  app.put<{ Params: { id: string } }>(
+    '/api/flows/:id',
+    {
+      schema: {
+        summary: 'Replace or create a flow; If-Match: "rev" guards against lost updates',
+        params: idParams,
+        body: flowBody,
+        response: { 200: writeResult, 201: writeResult },
+      },
+    },
+    async (req, reply) => {
+      const { flow, warnings } = checkFlow(req.body);
+      if (flow.id !== req.params.id)
+        throw new HttpError(
+          400,
+          'id-mismatch',
+          `the body's id ${flow.id} differs from the URL's ${req.params.id}`,
+        );
+      const ifMatch = req.headers['if-match'];
+      const cur = flows()[flow.id];
+      if (typeof ifMatch === 'string' && ifMatch !== '*' && ifMatch !== `"${cur?.rev ?? 0}"`)
+        throw new HttpError(412, 'conflict', `the flow changed (now revision ${cur?.rev ?? 0})`);
+      const { rec, created } = await put(flow, 'upsert');
+      reply.code(created ? 201 : 200).header('etag', `"${rec.rev}"`);
+      return { id: flow.id, rev: rec.rev, warnings };
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/api/flows/:id',
+    { schema: { summary: 'Delete a flow', params: idParams } },
+    async (req, reply) => {
+      const old = flows()[req.params.id];
+      if (!old) throw new HttpError(404, 'not-found', `no flow ${req.params.id}`);
+      delete flows()[req.params.id];
+      try {
+        await catalog.save();
+      } catch (e) {
+        flows()[req.params.id] = old;
+        throw e;
+      }
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/api/flows/validate',
+    {
+      schema: {
+        summary: 'Validate a flow without storing it',
+        body: {},
+        response: {
+          200: {
+            type: 'object',
+            properties: { ok: { type: 'boolean' }, errors: problems, warnings: problems },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const v = validate(req.body);
+      return { ok: v.ok, errors: v.errors, warnings: v.warnings };
+    },
+  );
+
+  app.post<{ Querystring: { overwrite?: boolean } }>(
+    '/api/flows/import',
+    {
+      schema: {
+        summary: 'Import a flow file (as exported); ?overwrite=true replaces an existing flow',
+        body: flowBody,
+        querystring: { type: 'object', properties: { overwrite: { type: 'boolean' } } },
+        response: { 200: writeResult, 201: writeResult },
+      },
+    },
+    async (req, reply) => {
+      const { flow, warnings } = checkFlow(req.body);
+      const { rec, created } = await put(flow, req.query.overwrite ? 'upsert' : 'create');
+      reply.code(created ? 201 : 200);
+      return { id: flow.id, rev: rec.rev, warnings };
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/api/flows/:id/export',
+    {
+      schema: {
+        summary: 'Export a flow as a .json file, byte-identical to the editor’s export',
+        params: idParams,
+      },
+    },
+    async (req, reply) => {
+      const rec = flows()[req.params.id];
+      if (!rec) throw new HttpError(404, 'not-found', `no flow ${req.params.id}`);
+      reply
+        .header('content-type', 'application/json; charset=utf-8')
+        .header('content-disposition', `attachment; filename="${rec.flow.id}.json"`);
+      return serializeFlow(rec.flow);
+    },
+  );
+}

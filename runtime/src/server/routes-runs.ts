@@ -1,0 +1,222 @@
+/**
+ * Runs: start (a stored flow or an inline one, input, models override), list with filters,
+ * get, events after a seq, and commands.
+ */
+import type { Flow, ModelConfigT } from '@switchboard/schemas';
+import type { FastifyInstance } from 'fastify';
+import type { RunCommand } from '../engine/types.js';
+import { RUN_ID_RE, type Store } from '../store/store.js';
+import { HttpError } from './errors.js';
+import { checkFlow } from './routes-flows.js';
+import { type RunManager, RunNotLiveError } from './run-manager.js';
+
+const RUN_ID = { type: 'string', pattern: RUN_ID_RE.source } as const;
+const runParams = { type: 'object', properties: { id: RUN_ID }, required: ['id'] } as const;
+const STATUSES = [
+  'pending',
+  'running',
+  'paused',
+  'waiting',
+  'completed',
+  'failed',
+  'cancelled',
+  'interrupted',
+];
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Checks a command body and names what is wrong. */
+export function parseCommand(body: unknown): RunCommand {
+  if (!isObj(body) || typeof body.type !== 'string')
+    throw new HttpError(
+      400,
+      'bad-command',
+      'expected { "type": "pause" | "resume" | "cancel" | "step" | "inject" | "answer" | "breakpoint", … }',
+    );
+  const str = (k: string, required: boolean, max = 100_000): string | undefined => {
+    const v = body[k];
+    if (v === undefined && !required) return undefined;
+    if (typeof v !== 'string' || v.length > max)
+      throw new HttpError(400, 'bad-command', `"${k}" must be a string of at most ${max} characters`);
+    return v;
+  };
+  switch (body.type) {
+    case 'pause':
+    case 'resume':
+    case 'step':
+      return { type: body.type };
+    case 'cancel': {
+      const reason = str('reason', false, 1000);
+      return reason === undefined ? { type: 'cancel' } : { type: 'cancel', reason };
+    }
+    case 'inject': {
+      const nodeId = str('nodeId', false, 128);
+      const c: RunCommand = { type: 'inject', text: str('text', true)! };
+      if (nodeId !== undefined) c.nodeId = nodeId;
+      return c;
+    }
+    case 'answer': {
+      const nodeId = str('nodeId', false, 128);
+      const c: RunCommand = { type: 'answer', answer: str('answer', true)! };
+      if (nodeId !== undefined) c.nodeId = nodeId;
+      return c;
+    }
+    case 'breakpoint':
+      if (typeof body.on !== 'boolean') throw new HttpError(400, 'bad-command', '"on" must be true or false');
+      return { type: 'breakpoint', nodeId: str('nodeId', true, 128)!, on: body.on };
+    default:
+      throw new HttpError(400, 'bad-command', `unknown command ${JSON.stringify(body.type).slice(0, 60)}`);
+  }
+}
+
+export function registerRunRoutes(app: FastifyInstance, store: Store, runs: RunManager): void {
+  const catalog = store.catalog;
+  const getRun = (id: string) => {
+    const r = catalog.data.runs[id];
+    if (!r) throw new HttpError(404, 'not-found', `no run ${id}`);
+    return r;
+  };
+
+  app.post<{
+    Body: { flowId?: string; flow?: unknown; input?: unknown; models?: Record<string, ModelConfigT> };
+  }>(
+    '/api/runs',
+    {
+      schema: {
+        summary: 'Start a run of a stored flow (flowId) or an inline flow, with input and a models override',
+        body: {
+          type: 'object',
+          properties: {
+            flowId: { type: 'string', maxLength: 128 },
+            flow: { type: 'object' },
+            input: {},
+            models: { type: 'object', description: 'Replaces entries of the flow’s `models`' },
+          },
+        },
+      },
+    },
+    async (req, reply) => {
+      const b = req.body;
+      if ((b.flowId === undefined) === (b.flow === undefined))
+        throw new HttpError(400, 'bad-request', 'give exactly one of "flowId" and "flow"');
+      let base: unknown;
+      if (b.flowId !== undefined) {
+        const rec = catalog.data.flows[b.flowId];
+        if (!rec) throw new HttpError(404, 'not-found', `no flow ${b.flowId}`);
+        base = rec.flow;
+      } else base = b.flow;
+      if (b.models !== undefined) {
+        if (!isObj(base)) throw new HttpError(400, 'bad-request', '"flow" must be an object');
+        base = { ...base, models: { ...(base.models as object), ...b.models } };
+      }
+      // The override is validated together with the flow, by the same validator.
+      const { flow } = checkFlow(base);
+      const rec = await runs.start({ flow: flow as Flow, input: b.input ?? null, source: 'api' });
+      reply.code(201);
+      return { run: rec };
+    },
+  );
+
+  app.get<{ Querystring: { flowId?: string; status?: string; limit?: number; before?: string } }>(
+    '/api/runs',
+    {
+      schema: {
+        summary: 'List runs, newest first; filter by flowId and status (comma-separated)',
+        querystring: {
+          type: 'object',
+          properties: {
+            flowId: { type: 'string' },
+            status: { type: 'string' },
+            limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+            before: { type: 'string', description: 'only runs created before this ISO time' },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      const statuses = q.status ? new Set(q.status.split(',')) : undefined;
+      for (const s of statuses ?? [])
+        if (!STATUSES.includes(s)) throw new HttpError(400, 'bad-request', `unknown status ${s}`);
+      const list = Object.values(catalog.data.runs)
+        .filter(
+          (r) =>
+            (q.flowId === undefined || r.flowId === q.flowId) &&
+            (!statuses || statuses.has(r.status)) &&
+            (q.before === undefined || r.createdAt < q.before),
+        )
+        .sort((a, b) =>
+          a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.id < b.id ? 1 : -1,
+        )
+        .slice(0, q.limit ?? 100)
+        .map((r) => ({ ...r, live: runs.isLive(r.id) }));
+      return { runs: list };
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/api/runs/:id',
+    { schema: { summary: 'A run: status, result, counters', params: runParams } },
+    async (req) => {
+      const r = getRun(req.params.id);
+      return { run: { ...r, live: runs.isLive(r.id) } };
+    },
+  );
+
+  app.get<{ Params: { id: string }; Querystring: { after?: number; limit?: number } }>(
+    '/api/runs/:id/events',
+    {
+      schema: {
+        summary: 'Events of a run after a seq, in order',
+        params: runParams,
+        querystring: {
+          type: 'object',
+          properties: {
+            after: { type: 'integer', minimum: 0, default: 0 },
+            limit: { type: 'integer', minimum: 1, maximum: 10_000, default: 1000 },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const r = getRun(req.params.id);
+      const events = store.readEvents(r.id, req.query.after ?? 0, req.query.limit ?? 1000);
+      return { runId: r.id, status: r.status, events, lastSeq: events.at(-1)?.seq ?? req.query.after ?? 0 };
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/api/runs/:id/commands',
+    {
+      schema: {
+        summary: 'Send a command: pause, resume, cancel, step, inject, answer, breakpoint',
+        params: runParams,
+        body: { type: 'object', properties: { type: { type: 'string' } }, required: ['type'] },
+      },
+    },
+    async (req, reply) => {
+      const r = getRun(req.params.id);
+      const cmd = parseCommand(req.body);
+      if (!runs.isLive(r.id)) {
+        // A run no process hosts (interrupted, or left by a crash) continues from its checkpoint.
+        if (
+          cmd.type === 'resume' &&
+          (r.status === 'interrupted' || !['completed', 'failed', 'cancelled'].includes(r.status))
+        ) {
+          const outcome = await runs.resumeStored(r.id, { allowInterrupted: true });
+          if (outcome !== 'resumed')
+            throw new HttpError(
+              409,
+              'not-resumable',
+              `run ${r.id} cannot be resumed: ${catalog.data.runs[r.id]?.error?.message ?? outcome}`,
+            );
+          return reply.code(202).send({ ok: true, resumed: true });
+        }
+        throw new HttpError(409, 'not-live', new RunNotLiveError(r.id, r.status).message);
+      }
+      runs.command(r.id, cmd);
+      return reply.code(202).send({ ok: true });
+    },
+  );
+}

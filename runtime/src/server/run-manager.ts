@@ -1,0 +1,442 @@
+/**
+ * Hosts runs for the server and `switchboard resume`: starts them through the engine, writes
+ * every event to the run's log before anyone sees it, checkpoints at every turn, keeps the
+ * catalog's run index current, and after a crash resumes what was running — or marks it
+ * `interrupted` — so that no run is ever left `running`.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Flow, RunEvent } from '@switchboard/schemas';
+import type {
+  RunCheckpoint,
+  RunCommand,
+  RunFlow,
+  RunOptions,
+  RunResult,
+  RunStatus,
+} from '../engine/types.js';
+import type { RunRecord } from '../store/catalog.js';
+import { StoreError } from '../store/errors.js';
+import type { EventLog } from '../store/event-log.js';
+import type { RunSpec } from '../store/run-files.js';
+import type { Store } from '../store/store.js';
+import type { ToolJournal } from '../store/tool-journal.js';
+import type { ToolHost } from '../tools/types.js';
+import { type JournalState, journaledTools, journalState } from './journaled-tools.js';
+
+export interface Logger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+const silent: Logger = { info() {}, warn() {}, error() {} };
+
+export interface RunManagerOptions {
+  store: Store;
+  /** Receives each batch of events after it reached the log. */
+  publish?: (runId: string, events: RunEvent[]) => void;
+  /** The interpreter; loaded lazily from ../engine/index.js by default. */
+  runFlow?: RunFlow;
+  models?: RunOptions['models'];
+  /** Tool host for a run; its calls are journaled. Undefined: the engine's default. */
+  tools?: (run: { runId: string; flow: Flow; source: RunRecord['source'] }) => ToolHost | undefined;
+  /** Human nodes without an answer: wait for an `answer` command (server) or fail (headless). */
+  humanInput?: 'wait' | 'fail';
+  env?: Record<string, string | undefined>;
+  logger?: Logger;
+}
+
+export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
+
+export class RunNotLiveError extends Error {
+  constructor(runId: string, status: string) {
+    super(`run ${runId} is ${status}, not live`);
+  }
+}
+
+interface Active {
+  runId: string;
+  record: RunRecord;
+  log: EventLog;
+  journal: ToolJournal;
+  js: JournalState;
+  send(cmd: RunCommand): void;
+  result: Promise<RunResult>;
+  /** Set when this process stops hosting the run (shutdown): later events are not recorded. */
+  detached: boolean;
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+export function newRunId(): string {
+  return `r_${Date.now().toString(36)}_${randomBytes(6)
+    .toString('base64url')
+    .replace(/[^A-Za-z0-9]/g, 'x')}`;
+}
+
+const nowIso = () => new Date().toISOString();
+
+export class RunManager {
+  private readonly active = new Map<string, Active>();
+  private readonly log: Logger;
+  private engine: Promise<RunFlow> | undefined;
+  private closing = false;
+
+  constructor(private readonly o: RunManagerOptions) {
+    this.log = o.logger ?? silent;
+  }
+
+  private get store(): Store {
+    return this.o.store;
+  }
+
+  private loadEngine(): Promise<RunFlow> {
+    if (this.o.runFlow) return Promise.resolve(this.o.runFlow);
+    this.engine ??= import('../engine/index.js').then((m) => (m as { runFlow: RunFlow }).runFlow);
+    return this.engine;
+  }
+
+  isLive(runId: string): boolean {
+    return this.active.has(runId);
+  }
+
+  get liveCount(): number {
+    return this.active.size;
+  }
+
+  /** Waits until a run hosted here has settled in the store (tests, CLI). */
+  async settled(runId: string): Promise<RunRecord | undefined> {
+    await this.active.get(runId)?.done;
+    return this.store.catalog.data.runs[runId];
+  }
+
+  /** Starts a run; resolves once it is recorded (catalog + spec are durable). */
+  async start(p: {
+    flow: Flow;
+    input: unknown;
+    source: RunRecord['source'];
+    answers?: Record<string, string | string[]>;
+  }): Promise<RunRecord> {
+    if (this.closing) throw new Error('the server is shutting down');
+    const runFlow = await this.loadEngine();
+    const runId = newRunId();
+    const t = nowIso();
+    const record: RunRecord = {
+      id: runId,
+      flowId: p.flow.id,
+      flowName: p.flow.name,
+      status: 'pending',
+      createdAt: t,
+      updatedAt: t,
+      lastSeq: 0,
+      counters: { turns: 0, promptTokens: 0, completionTokens: 0, toolCalls: 0 },
+      resumes: 0,
+      source: p.source,
+    };
+    this.store.catalog.data.runs[runId] = record;
+    await this.store.catalog.save();
+    const spec: RunSpec = { version: 1, runId, flow: p.flow, input: p.input, createdAt: t };
+    if (p.answers) spec.answers = p.answers;
+    await this.store.writeSpec(spec);
+    this.launch(runFlow, record, spec, undefined);
+    return record;
+  }
+
+  /** Applies one event to the run's index entry. */
+  private track(rec: RunRecord, ev: RunEvent): boolean {
+    rec.lastSeq = ev.seq;
+    if (ev.runId !== rec.id) return false; // nested runs only count through the parent
+    let changed = true;
+    switch (ev.type) {
+      case 'run.started':
+      case 'run.resumed':
+      case 'input.received':
+        rec.status = 'running';
+        break;
+      case 'run.paused':
+        rec.status = 'paused';
+        break;
+      case 'input.requested':
+        rec.status = 'waiting';
+        break;
+      case 'run.completed':
+        rec.status = 'completed';
+        rec.output = ev.output;
+        break;
+      case 'run.failed':
+        rec.status = 'failed';
+        rec.error = { code: ev.error.code, message: ev.error.message };
+        break;
+      case 'run.cancelled':
+        rec.status = 'cancelled';
+        break;
+      case 'run.interrupted':
+        rec.status = 'interrupted';
+        rec.error = { code: 'interrupted', message: ev.reason ?? 'interrupted' };
+        break;
+      case 'turn.completed':
+        rec.counters.turns++;
+        rec.counters.promptTokens += ev.usage.promptTokens;
+        rec.counters.completionTokens += ev.usage.completionTokens;
+        changed = false;
+        break;
+      case 'tool.called':
+        rec.counters.toolCalls++;
+        changed = false;
+        break;
+      default:
+        changed = false;
+    }
+    if (ev.scripted) rec.scripted = true;
+    if (changed) {
+      rec.updatedAt = nowIso();
+      if (FINAL.has(rec.status)) rec.endedAt = rec.updatedAt;
+    }
+    return changed;
+  }
+
+  private saveSoon(): void {
+    this.store.catalog
+      .save()
+      .catch((e: unknown) => this.log.error({ err: String(e) }, 'catalog write failed'));
+  }
+
+  private launch(runFlow: RunFlow, record: RunRecord, spec: RunSpec, cp: RunCheckpoint | undefined): Active {
+    const runId = record.id;
+    const { log } = this.store.openLog(runId);
+    const journal = this.store.openJournal(runId);
+    const js = journalState(journal, cp?.seq);
+    const publish = this.o.publish;
+    log.onFlushed = publish ? (batch) => publish(runId, batch) : undefined;
+    const abort = new AbortController();
+    const a: Active = {
+      runId,
+      record,
+      log,
+      journal,
+      js,
+      detached: false,
+      abort,
+      send: () => {},
+      result: Promise.resolve({ runId, status: 'interrupted' }),
+      done: Promise.resolve(),
+    };
+    this.active.set(runId, a);
+    const onEvent = (ev: RunEvent) => {
+      if (a.detached) return;
+      if (ev.seq !== log.lastSeq + 1) {
+        // The log must stay contiguous; an engine that skips or repeats a seq is a bug to surface.
+        this.log.error(
+          { runId, seq: ev.seq, expected: log.lastSeq + 1 },
+          'engine emitted an out-of-order seq; dropped',
+        );
+        return;
+      }
+      log.append(ev);
+      if (this.track(record, ev)) this.saveSoon();
+    };
+    const checkpoint = async (c: RunCheckpoint) => {
+      // A detached run (shutdown) never checkpoints again; the next process resumes it.
+      if (a.detached) return new Promise<void>(() => {});
+      await this.store.writeCheckpoint(c);
+      js.checkpointSeq = c.seq;
+      js.replay = [];
+      this.saveSoon();
+    };
+    const inner = this.o.tools?.({ runId, flow: spec.flow, source: record.source });
+    const options: RunOptions = {
+      runId,
+      onEvent,
+      checkpoint,
+      signal: abort.signal,
+      dataDir: this.store.runDir(runId),
+      humanInput: this.o.humanInput ?? 'wait',
+    };
+    if (inner) options.tools = journaledTools(inner, js);
+    if (this.o.models) options.models = this.o.models;
+    if (this.o.env) options.env = this.o.env;
+    if (spec.answers) options.answers = spec.answers;
+    // Continue after the last event on disk: events written after the checkpoint stay in the
+    // log as history, and the replayed turn's events follow them with no gap and no duplicate.
+    if (cp) options.resume = { ...cp, seq: log.lastSeq };
+    const handle = runFlow(spec.flow, spec.input, options);
+    a.send = (cmd) => handle.send(cmd);
+    a.result = handle.result;
+    a.done = handle.result.then(
+      (r) => this.settle(a, r),
+      (e: unknown) =>
+        this.settle(a, { runId, status: 'failed', error: { code: 'engine', message: String(e) } }),
+    );
+    return a;
+  }
+
+  private async settle(a: Active, r: RunResult): Promise<void> {
+    if (a.detached) return;
+    a.log.flush();
+    const rec = a.record;
+    if (!FINAL.has(rec.status)) {
+      // The engine ended without a final event in the log (should not happen): record the result.
+      rec.status = r.status;
+      if (r.error) rec.error = r.error;
+      if (r.output !== undefined) rec.output = r.output;
+      rec.endedAt = rec.updatedAt = nowIso();
+    }
+    if (r.status === 'completed' && rec.output === undefined) rec.output = r.output;
+    await a.log.close();
+    a.journal.close();
+    this.active.delete(a.runId);
+    await this.store.closeLog(a.runId);
+    await this.store.catalog.save();
+  }
+
+  command(runId: string, cmd: RunCommand): void {
+    const a = this.active.get(runId);
+    if (!a) {
+      const rec = this.store.catalog.data.runs[runId];
+      throw new RunNotLiveError(runId, rec?.status ?? 'unknown');
+    }
+    a.send(cmd);
+  }
+
+  /** Appends a final `run.interrupted` event to a run that cannot continue. */
+  private async interrupt(rec: RunRecord, reason: string): Promise<void> {
+    let logOk = true;
+    try {
+      const { log } = this.store.openLog(rec.id);
+      const ev = {
+        runId: rec.id,
+        seq: log.lastSeq + 1,
+        ts: Date.now(),
+        type: 'run.interrupted',
+        reason,
+      } as RunEvent;
+      log.onFlushed = this.o.publish ? (b) => this.o.publish!(rec.id, b) : undefined;
+      log.append(ev);
+      this.track(rec, ev);
+      await this.store.closeLog(rec.id);
+    } catch (e) {
+      // The log itself is damaged: it stays as it is for the operator; the index says why.
+      logOk = false;
+      this.log.error({ runId: rec.id, err: (e as Error).message }, 'run log is damaged; not touched');
+      rec.status = 'interrupted';
+      rec.error = { code: 'store-damaged', message: `${reason}; ${(e as Error).message}` };
+      rec.endedAt = rec.updatedAt = nowIso();
+    }
+    if (logOk) rec.error = { code: 'interrupted', message: reason };
+    this.log.warn({ runId: rec.id, reason }, 'run interrupted');
+  }
+
+  /**
+   * Continues a run that is not hosted by any process from its last checkpoint, or marks it
+   * interrupted when that is impossible. Returns what happened.
+   */
+  async resumeStored(
+    runId: string,
+    opts: { pause?: boolean; allowInterrupted?: boolean } = {},
+  ): Promise<'resumed' | 'interrupted' | 'final'> {
+    const rec = this.store.catalog.data.runs[runId];
+    if (!rec) throw new Error(`no run ${runId}`);
+    if (this.active.has(runId)) throw new Error(`run ${runId} is already live`);
+    let log: EventLog;
+    try {
+      const opened = this.store.openLog(runId);
+      log = opened.log;
+      if (opened.torn)
+        this.log.warn(
+          { runId, file: log.file, ...opened.torn },
+          'cut a torn record at the end of the run log',
+        );
+    } catch (e) {
+      await this.interrupt(rec, `the run log cannot be read: ${(e as Error).message}`);
+      await this.store.catalog.save();
+      return 'interrupted';
+    }
+    // The log is the truth: the process may have died after the final event but before the index.
+    const finalRe = opts.allowInterrupted
+      ? /^run\.(completed|failed|cancelled)$/
+      : /^run\.(completed|failed|cancelled|interrupted)$/;
+    const final = [...log.events].reverse().find((e) => e.runId === runId && finalRe.test(e.type));
+    if (final) {
+      for (const e of log.events.slice(-1)) this.track(rec, e);
+      this.track(rec, final);
+      await this.store.closeLog(runId);
+      await this.store.catalog.save();
+      return 'final';
+    }
+    let spec: RunSpec | undefined;
+    let cp: RunCheckpoint | undefined;
+    try {
+      spec = await this.store.readSpec(runId);
+      cp = await this.store.readCheckpoint(runId);
+    } catch (e) {
+      this.log.error(
+        { runId, file: (e as StoreError).file, err: (e as Error).message },
+        'run file is damaged',
+      );
+      await this.interrupt(rec, `a run file is damaged: ${(e as Error).message}`);
+      await this.store.catalog.save();
+      return 'interrupted';
+    }
+    if (!spec || !cp) {
+      await this.interrupt(
+        rec,
+        spec ? 'the process stopped before the first checkpoint' : 'the run was never fully recorded',
+      );
+      await this.store.catalog.save();
+      return 'interrupted';
+    }
+    if (cp.seq > log.lastSeq) {
+      await this.interrupt(rec, `the checkpoint (seq ${cp.seq}) is ahead of the log (seq ${log.lastSeq})`);
+      await this.store.catalog.save();
+      return 'interrupted';
+    }
+    const runFlow = await this.loadEngine();
+    rec.resumes++;
+    rec.status = 'running';
+    rec.lastSeq = log.lastSeq;
+    const a = this.launch(runFlow, rec, spec, cp);
+    if (opts.pause) a.send({ type: 'pause' });
+    await this.store.catalog.save();
+    this.log.info({ runId, fromSeq: cp.seq, logSeq: log.lastSeq }, 'run resumed from its checkpoint');
+    return 'resumed';
+  }
+
+  /** On start: every run the last process left live is resumed or marked interrupted. */
+  async recover(): Promise<{ resumed: string[]; interrupted: string[]; final: string[] }> {
+    const out = { resumed: [] as string[], interrupted: [] as string[], final: [] as string[] };
+    for (const rec of Object.values(this.store.catalog.data.runs)) {
+      if (FINAL.has(rec.status) || this.active.has(rec.id)) continue;
+      const wasPaused = rec.status === 'paused';
+      try {
+        const r = await this.resumeStored(rec.id, { pause: wasPaused });
+        out[r].push(rec.id);
+      } catch (e) {
+        this.log.error({ runId: rec.id, err: (e as Error).message }, 'could not recover run');
+        await this.interrupt(rec, `recovery failed: ${(e as Error).message}`);
+        out.interrupted.push(rec.id);
+      }
+    }
+    await this.store.catalog.save();
+    return out;
+  }
+
+  /**
+   * Stops hosting: nothing more is recorded, logs are flushed and closed, and the runs stay
+   * `running` in the index so the next process resumes them from their checkpoints.
+   */
+  async detachAll(): Promise<void> {
+    this.closing = true;
+    for (const a of [...this.active.values()]) {
+      a.log.flush();
+      a.detached = true;
+      a.abort.abort(new Error('server shutting down'));
+      await a.log.close();
+      a.journal.close();
+      await this.store.closeLog(a.runId);
+      this.active.delete(a.runId);
+    }
+    await this.store.catalog.save();
+  }
+}
+
+export { StoreError };
