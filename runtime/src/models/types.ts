@@ -93,6 +93,13 @@ export interface ModelFactoryContext {
   resolveEnv: EnvResolver;
   /** Directory of the flow file, for scripted `scriptFile`s. */
   baseDir?: string;
+  /**
+   * The operator allowed model endpoints on this machine or the local network (loopback and
+   * private addresses): set it for `--model NAME=BASEURL` or an operator setting. Without it the
+   * openai provider refuses such endpoints unless SWITCHBOARD_ALLOW_LOCAL_MODELS=1 (read through
+   * `resolveEnv`). Link-local addresses (cloud metadata) stay refused.
+   */
+  allowLocalEndpoints?: boolean;
 }
 
 export type ModelFactory = (name: string, config: ModelConfigT, ctx: ModelFactoryContext) => ModelProvider;
