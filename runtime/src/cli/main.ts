@@ -4,10 +4,16 @@
  * inside their actions so that `switchboard validate` starts fast.
  */
 import { Command, CommanderError } from 'commander';
+import { registerResume } from './commands/resume.js';
+import { registerServe } from './commands/serve.js';
 import { registerValidate } from './commands/validate.js';
 import { type CliContext, EXIT } from './context.js';
 
-const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [registerValidate];
+const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
+  registerValidate,
+  registerServe,
+  registerResume,
+];
 
 export { EXIT };
 

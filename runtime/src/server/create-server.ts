@@ -71,7 +71,9 @@ export interface SwitchboardServer {
   close(): Promise<void>;
 }
 
-export class ServerConfigError extends Error {}
+export class ServerConfigError extends Error {
+  override readonly name = 'ServerConfigError';
+}
 
 export function defaultEditorDir(): string {
   // Same depth from src/server and dist/server.

@@ -1,0 +1,65 @@
+/**
+ * `switchboard resume RUN [--data DIR]`: continues a run from its last checkpoint, headless,
+ * and prints its result. Human nodes without an answer fail the run (no one to ask).
+ */
+import type { Command } from 'commander';
+import { type CliContext, EXIT } from '../context.js';
+import { startFailure } from './serve.js';
+
+export function registerResume(program: Command, ctx: CliContext): void {
+  program
+    .command('resume')
+    .description('Resume a run from its last checkpoint, headless, and print its result.')
+    .argument('<run>', 'run id')
+    .option('--data <dir>', 'data directory (default $SWITCHBOARD_DATA or ./.switchboard)')
+    .option('--json', 'print the run record as JSON')
+    .action(async (runId: string, opts: { data?: string; json?: boolean }) => {
+      const { Store, resolveDataDir, RUN_ID_RE } = await import('../../store/store.js');
+      const { RunManager } = await import('../../server/run-manager.js');
+      if (!RUN_ID_RE.test(runId)) {
+        ctx.err(`switchboard resume: not a run id: ${runId}\n`);
+        ctx.setExit(EXIT.usage);
+        return;
+      }
+      let store: Awaited<ReturnType<typeof Store.open>>;
+      try {
+        store = await Store.open(resolveDataDir(opts.data));
+      } catch (e) {
+        const f = startFailure(e);
+        ctx.err(`switchboard resume: ${f.message}\n`);
+        ctx.setExit(f.code);
+        return;
+      }
+      try {
+        const rec = store.catalog.data.runs[runId];
+        if (!rec) {
+          ctx.err(`switchboard resume: no run ${runId} in ${store.dir}\n`);
+          ctx.setExit(EXIT.failed);
+          return;
+        }
+        const runs = new RunManager({
+          store,
+          humanInput: 'fail',
+          logger: {
+            info: () => {},
+            warn: (o, m) => ctx.err(`switchboard resume: ${m ?? ''} ${JSON.stringify(o)}\n`),
+            error: (o, m) => ctx.err(`switchboard resume: ${m ?? ''} ${JSON.stringify(o)}\n`),
+          },
+        });
+        const outcome = await runs.resumeStored(runId, { allowInterrupted: true });
+        const final = await runs.settled(runId);
+        if (opts.json) ctx.out(`${JSON.stringify(final, null, 2)}\n`);
+        else if (outcome === 'final' && final)
+          ctx.out(
+            `${runId}: already ${final.status}${final.output !== undefined ? `: ${JSON.stringify(final.output)}` : ''}\n`,
+          );
+        else if (final)
+          ctx.out(
+            `${runId}: ${final.status}${final.output !== undefined ? `: ${JSON.stringify(final.output)}` : final.error ? ` (${final.error.code}: ${final.error.message})` : ''}\n`,
+          );
+        ctx.setExit(final?.status === 'completed' ? EXIT.ok : EXIT.failed);
+      } finally {
+        await store.close();
+      }
+    });
+}

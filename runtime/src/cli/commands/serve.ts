@@ -1,0 +1,106 @@
+/**
+ * `switchboard serve [--port 5170] [--host 127.0.0.1] [--data DIR]`: the editor, the REST API
+ * and the WebSocket endpoints over one data directory, until SIGINT/SIGTERM. Runs left live by
+ * a previous process are resumed (or marked interrupted) at start.
+ */
+import type { Command } from 'commander';
+import { type CliContext, EXIT } from '../context.js';
+
+export interface ServeOptions {
+  port: string;
+  host: string;
+  data?: string;
+  allowHost?: string[];
+  allowOrigin?: string[];
+  quiet?: boolean;
+}
+
+const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+/** Explains a failure to start in one sentence the operator can act on. */
+export function startFailure(e: unknown): { message: string; code: number } {
+  const err = e as Error & { code?: string; file?: string };
+  if (err?.name === 'StoreError' && err.code === 'locked')
+    return {
+      message: `${err.message}; stop that process or use another --data directory`,
+      code: EXIT.failed,
+    };
+  if (err?.name === 'StoreError')
+    return {
+      message: `the data directory is damaged: ${err.message}. Nothing was changed; move the file aside or restore it from a backup, then start again`,
+      code: EXIT.failed,
+    };
+  if (err?.name === 'ServerConfigError') return { message: err.message, code: EXIT.usage };
+  if (err?.code === 'EADDRINUSE') return { message: `the port is in use: ${err.message}`, code: EXIT.failed };
+  return { message: err?.message ?? String(e), code: EXIT.failed };
+}
+
+export function registerServe(program: Command, ctx: CliContext): void {
+  program
+    .command('serve')
+    .description('Serve the editor, the REST API and WebSocket endpoints (127.0.0.1 by default).')
+    .option('--port <port>', 'port to listen on (0: any free port)', '5170')
+    .option(
+      '--host <host>',
+      'address to listen on; any non-loopback address needs SWITCHBOARD_TOKEN',
+      '127.0.0.1',
+    )
+    .option('--data <dir>', 'data directory (default $SWITCHBOARD_DATA or ./.switchboard)')
+    .option('--allow-host <host:port>', 'another Host header value to accept (repeatable)', collect)
+    .option('--allow-origin <origin>', 'another browser origin to accept (repeatable)', collect)
+    .option('--quiet', 'only warnings and errors in the log')
+    .action(async (opts: ServeOptions) => {
+      const port = Number(opts.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) {
+        ctx.err(`switchboard serve: --port must be 0…65535, not ${opts.port}\n`);
+        ctx.setExit(EXIT.usage);
+        return;
+      }
+      const { createServer } = await import('../../server/create-server.js');
+      const { resolveDataDir } = await import('../../store/store.js');
+      let server: Awaited<ReturnType<typeof createServer>>;
+      try {
+        server = await createServer({
+          dataDir: resolveDataDir(opts.data),
+          host: opts.host,
+          port,
+          ...(opts.allowHost ? { allowedHosts: opts.allowHost } : {}),
+          ...(opts.allowOrigin ? { allowedOrigins: opts.allowOrigin } : {}),
+          logger: { level: opts.quiet ? 'warn' : 'info' },
+        });
+      } catch (e) {
+        const f = startFailure(e);
+        ctx.err(`switchboard serve: ${f.message}\n`);
+        ctx.setExit(f.code);
+        return;
+      }
+      let url: string;
+      try {
+        ({ url } = await server.listen());
+      } catch (e) {
+        await server.close();
+        const f = startFailure(e);
+        ctx.err(`switchboard serve: ${f.message}\n`);
+        ctx.setExit(f.code);
+        return;
+      }
+      const r = server.recovered;
+      ctx.out(`switchboard: listening on ${url} (data ${server.store.dir})\n`);
+      if (r.resumed.length + r.interrupted.length > 0)
+        ctx.out(
+          `switchboard: recovered runs: ${r.resumed.length} resumed, ${r.interrupted.length} interrupted\n`,
+        );
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          resolve();
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+      ctx.out('switchboard: shutting down; live runs continue at the next start\n');
+      await server.close();
+      ctx.setExit(EXIT.ok);
+    });
+}
