@@ -1,0 +1,118 @@
+import type { RunEvent } from '@switchboard/schemas';
+import { describe, expect, it } from 'vitest';
+import { runFlow } from './index.js';
+import {
+  agent,
+  assertEventsValid,
+  assertSeqContiguous,
+  collectRun,
+  edge,
+  flow,
+  node,
+} from './testing/index.js';
+import type { RunCheckpoint } from './types.js';
+
+/** A flow with a group chat, a decider, a summarizer and a human: plenty of state to carry over. */
+const rich = () =>
+  flow(
+    [
+      node('start', 'start'),
+      agent('planner'),
+      node('room', 'team', { mode: 'groupChat', termination: { maxTurns: 4 } }),
+      agent('alice', { memory: 'summary' }, { parent: 'room' }),
+      agent('bob', {}, { parent: 'room' }),
+      node('sum', 'observer', { type: 'summarizer', every: 2 }),
+      node('d', 'decider', { strategy: 'roundRobin' }),
+      node('boss', 'human', { mode: 'ask', question: 'OK?' }),
+      agent('closer'),
+      node('end', 'end'),
+    ],
+    [
+      edge('start', 'planner'),
+      edge('planner', 'room'),
+      edge('sum', 'room', 'observe'),
+      edge('room', 'd'),
+      edge('d', 'boss', 'handover', undefined, 'd-boss'),
+      edge('boss', 'closer'),
+      edge('closer', 'end'),
+    ],
+    [
+      { node: 'planner', text: 'plan' },
+      { node: 'alice', text: 'a1' },
+      { node: 'bob', text: 'b1' },
+      { node: 'alice', text: 'a2' },
+      { node: 'bob', text: 'b2' },
+      { node: 'sum', text: 'summary', repeat: true },
+      { node: 'closer', text: 'closed' },
+    ],
+  );
+
+const msgs = (events: RunEvent[]) =>
+  events.filter((e) => e.type === 'message').map((e) => (e as { message: unknown }).message);
+
+describe('checkpoints and resume', () => {
+  it('a checkpoint after every turn; another run resumes from any of them with seq continuing and the same transcript', async () => {
+    const full = await collectRun(rich(), 'go', { answers: { boss: 'yes' } });
+    expect(full.result).toMatchObject({ status: 'completed', output: 'closed' });
+
+    const saved: string[] = [];
+    await collectRun(rich(), 'go', {
+      answers: { boss: 'yes' },
+      checkpoint: async (cp) => {
+        saved.push(JSON.stringify(cp));
+      },
+    });
+    expect(saved.length).toBeGreaterThanOrEqual(8);
+    for (const [k, text] of saved.entries()) {
+      const cp = JSON.parse(text) as RunCheckpoint;
+      // The "crashed" process wrote events up to cp.seq; a new process resumes from the file.
+      const before = full.events.filter((e) => e.seq <= cp.seq);
+      const resumed = await collectRun(rich(), 'go', { resume: cp, answers: { boss: 'yes' } }, cp.seq);
+      expect(resumed.result, `checkpoint ${k}`).toMatchObject({ status: 'completed', output: 'closed' });
+      expect(resumed.events[0]).toMatchObject({ type: 'run.resumed', fromCheckpoint: true, seq: cp.seq + 1 });
+      expect([...msgs(before), ...msgs(resumed.events)], `checkpoint ${k}`).toEqual(msgs(full.events));
+    }
+  });
+
+  it('a run waiting for a human is checkpointed; a new process resumes and the answer command completes it', async () => {
+    let waiting: string | undefined;
+    const events: RunEvent[] = [];
+    const h = runFlow(rich(), 'go', {
+      checkpoint: async (cp) => {
+        waiting = JSON.stringify(cp);
+      },
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'input.requested')
+          queueMicrotask(() => h.send({ type: 'cancel', reason: 'process exits' }));
+      },
+    });
+    expect((await h.result).status).toBe('cancelled');
+    const cp = JSON.parse(waiting!) as RunCheckpoint;
+    const after: RunEvent[] = [];
+    const h2 = runFlow(rich(), 'go', {
+      resume: cp,
+      onEvent: (e) => {
+        after.push(e);
+        if (e.type === 'input.requested') setTimeout(() => h2.send({ type: 'answer', answer: 'fine' }), 5);
+      },
+    });
+    const r = await h2.result;
+    expect(r).toMatchObject({ status: 'completed', output: 'closed' });
+    assertEventsValid(after);
+    assertSeqContiguous(after, cp.seq);
+    expect(after.filter((e) => e.type === 'input.requested')).toHaveLength(1);
+  });
+
+  it('refuses a checkpoint of another flow', async () => {
+    const { result } = await collectRun(
+      rich(),
+      'x',
+      {
+        resume: { version: 1, runId: 'r', flowId: 'other', seq: 3, data: {} },
+      },
+      3,
+    );
+    expect(result.error?.code).toBe('flow_invalid');
+  });
+});
