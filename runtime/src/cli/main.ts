@@ -4,8 +4,11 @@
  * inside their actions so that `switchboard validate` starts fast.
  */
 import { Command, CommanderError } from 'commander';
+import { registerMcpBuiltin } from './commands/mcp-builtin.js';
 import { registerResume } from './commands/resume.js';
+import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
+import { registerTrust } from './commands/trust.js';
 import { registerValidate } from './commands/validate.js';
 import { type CliContext, EXIT } from './context.js';
 
@@ -13,6 +16,9 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerValidate,
   registerServe,
   registerResume,
+  registerRun,
+  registerTrust,
+  registerMcpBuiltin,
 ];
 
 export { EXIT };

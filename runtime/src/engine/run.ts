@@ -41,7 +41,12 @@ import {
 } from '@switchboard/nodes';
 import type { EventError, Flow, RunEvent } from '@switchboard/schemas';
 import { defaultModelFactory } from '../models/factory.js';
-import { ModelError, type ModelProvider, type ModelRequest } from '../models/types.js';
+import {
+  ModelError,
+  type ModelFactoryContext,
+  type ModelProvider,
+  type ModelRequest,
+} from '../models/types.js';
 import type { ToolHandle, ToolHostContext } from '../tools/types.js';
 import { Cancelled, errorInfo, RunFailure } from './errors.js';
 import { EventQueue } from './event-queue.js';
@@ -173,7 +178,7 @@ export class Run {
 
   private factoryCtx() {
     const env = this.options.env ?? (typeof process !== 'undefined' ? process.env : {});
-    const ctx: { resolveEnv: (v: string | undefined) => string | undefined; baseDir?: string } = {
+    const ctx: ModelFactoryContext = {
       resolveEnv: (v) => {
         if (v === undefined) return undefined;
         const m = /^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(v);
@@ -181,6 +186,7 @@ export class Run {
       },
     };
     if (this.options.baseDir !== undefined) ctx.baseDir = this.options.baseDir;
+    if (this.options.allowLocalModels) ctx.allowLocalEndpoints = true;
     return ctx;
   }
 

@@ -79,6 +79,11 @@ export interface RunOptions {
   validate?: boolean;
   /** Milliseconds clock for timestamps and timeouts; defaults to Date.now. */
   now?: () => number;
+  /**
+   * Lets the default model factory reach loopback/private model endpoints (the operator named
+   * them, e.g. `switchboard run --model default=http://127.0.0.1:11434/v1`). Default false.
+   */
+  allowLocalModels?: boolean;
 }
 
 export interface RunHandle {

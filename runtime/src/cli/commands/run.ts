@@ -1,0 +1,281 @@
+/**
+ * `switchboard run FLOW --input TEXT | --input-file F [--answers F] [--events pretty|jsonl|none]
+ *  [--model NAME=BASEURL]… [--trust NAME]…`: runs a flow headless.
+ *
+ * stdout carries the final answer (or, with `--events jsonl`, every event as one JSON line, the
+ * answer being in `run.completed`); progress goes to stderr. Exit codes: 0 completed, 1 failed
+ * or cancelled, 2 invalid flow or usage (or a stdio command without consent), 3 a human answer
+ * was needed and none could be given.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Flow, DEFAULT_LIMITS as Limits, RunEvent } from '@switchboard/schemas';
+import type { Command } from 'commander';
+import type { RunOptions } from '../../engine/types.js';
+import { type CliContext, EXIT } from '../context.js';
+import { formatProblem } from './validate.js';
+
+export interface RunCliOptions {
+  input?: string;
+  inputFile?: string;
+  answers?: string;
+  events?: string;
+  model?: string[];
+  trust?: string[];
+}
+
+const EVENT_MODES = ['pretty', 'jsonl', 'none'] as const;
+const MAX_INPUT_BYTES = 8 * 1024 * 1024;
+
+class UsageError extends Error {}
+
+async function readBounded(file: string, limit: number, what: string): Promise<string> {
+  let size: number;
+  try {
+    size = (await stat(file)).size;
+  } catch (e) {
+    throw new UsageError(
+      `${what} ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
+  }
+  if (size > limit)
+    throw new UsageError(`${what} ${file}: ${size} bytes is larger than the limit of ${limit}`);
+  return readFile(file, 'utf8');
+}
+
+/** Points flow model entries at OpenAI-compatible endpoints: `NAME=BASEURL`. */
+export function applyModelOverrides(flow: Flow, overrides: readonly string[]): Flow {
+  if (overrides.length === 0) return flow;
+  const models = { ...flow.models };
+  for (const o of overrides) {
+    const i = o.indexOf('=');
+    const name = i > 0 ? o.slice(0, i) : '';
+    const baseURL = i > 0 ? o.slice(i + 1) : '';
+    if (!name || !/^https?:\/\/\S+$/.test(baseURL))
+      throw new UsageError(`--model ${o}: expected NAME=BASEURL, e.g. default=http://127.0.0.1:11434/v1`);
+    const current = models[name];
+    if (!current)
+      throw new UsageError(
+        `--model ${o}: the flow has no model "${name}" (it has: ${Object.keys(flow.models).join(', ')})`,
+      );
+    models[name] = {
+      provider: 'openai',
+      model: current.model ?? name,
+      baseURL,
+      apiKey: '${env:OPENAI_API_KEY}',
+      ...(current.temperature !== undefined ? { temperature: current.temperature } : {}),
+      ...(current.maxTokens !== undefined ? { maxTokens: current.maxTokens } : {}),
+      ...(current.timeoutMs !== undefined ? { timeoutMs: current.timeoutMs } : {}),
+      ...(current.maxRetries !== undefined ? { maxRetries: current.maxRetries } : {}),
+    };
+  }
+  return { ...flow, models };
+}
+
+function parseAnswers(text: string, file: string): Record<string, string | string[]> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new UsageError(`--answers ${file}: not valid JSON`);
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    throw new UsageError(
+      `--answers ${file}: expected an object { "<human node id>": "answer" | ["answer", …] }`,
+    );
+  for (const [k, a] of Object.entries(v)) {
+    const ok = typeof a === 'string' || (Array.isArray(a) && a.every((x) => typeof x === 'string'));
+    if (!ok) throw new UsageError(`--answers ${file}: /${k} must be a string or a list of strings`);
+  }
+  return v as Record<string, string | string[]>;
+}
+
+/** Progress lines on stderr: which node is active, streamed text, tools, handovers. */
+function prettyPrinter(ctx: CliContext): (e: RunEvent) => void {
+  let streaming = false;
+  const line = (s: string) => {
+    if (streaming) {
+      ctx.err('\n');
+      streaming = false;
+    }
+    ctx.err(`${s}\n`);
+  };
+  return (e) => {
+    switch (e.type) {
+      case 'run.started':
+        if (!e.parentRunId) line(`▶ run ${e.runId}${e.scripted ? ' (scripted models)' : ''}`);
+        break;
+      case 'node.started':
+        line(`${e.parentRunId ? '  ↳ ' : ''}● ${e.nodeId}`);
+        break;
+      case 'model.delta':
+        if (ctx.isTTY) {
+          ctx.err(e.text);
+          streaming = true;
+        }
+        break;
+      case 'model.completed':
+        if (!ctx.isTTY && e.text)
+          line(`  ${e.nodeId}: ${e.text.length > 300 ? `${e.text.slice(0, 300)}…` : e.text}`);
+        else if (streaming) line('');
+        break;
+      case 'tool.called':
+        line(`  ⚒ ${e.tool}(${JSON.stringify(e.args).slice(0, 200)})`);
+        break;
+      case 'tool.denied':
+        line(`  ✖ ${e.tool} denied: ${e.reason}`);
+        break;
+      case 'handover':
+        line(`  → ${e.to} (${e.edgeId})`);
+        break;
+      case 'decision':
+        line(`  ◇ ${Array.isArray(e.choice) ? e.choice.join(', ') : e.choice}: ${e.reason}`);
+        break;
+      case 'observer.fired':
+        line(`  ◉ ${e.observer}: ${e.action}`);
+        break;
+      case 'input.requested':
+        line(`  ? ${e.question}${e.options ? ` [${e.options.join('/')}]` : ''}`);
+        break;
+      case 'budget.exceeded':
+        line(`  ! ${e.budget} budget exceeded (${e.used} > ${e.limit})`);
+        break;
+      case 'model.retry':
+        line(`  ↻ ${e.nodeId}: retry ${e.attempt} in ${e.delayMs} ms (${e.cause})`);
+        break;
+      case 'run.failed':
+        line(`✖ failed: ${e.error.code}: ${e.error.message}`);
+        break;
+      case 'run.cancelled':
+        line(`✖ cancelled${e.reason ? `: ${e.reason}` : ''}`);
+        break;
+      case 'run.completed':
+        if (!e.parentRunId) line('✔ completed');
+        break;
+    }
+  };
+}
+
+async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): Promise<number> {
+  const mode = (opts.events ?? 'pretty') as (typeof EVENT_MODES)[number];
+  if (!EVENT_MODES.includes(mode)) throw new UsageError(`--events must be one of ${EVENT_MODES.join(', ')}`);
+  if ((opts.input === undefined) === (opts.inputFile === undefined))
+    throw new UsageError('give exactly one of --input TEXT or --input-file FILE');
+  const { validateText } = await import('@switchboard/nodes');
+  const { DEFAULT_LIMITS } = (await import('@switchboard/schemas')) as { DEFAULT_LIMITS: typeof Limits };
+  const text = await readBounded(file, DEFAULT_LIMITS.maxBytes, 'flow');
+  const v = validateText(text);
+  if (!v.ok || !v.flow) {
+    for (const p of v.errors) ctx.err(`${formatProblem(file, p, 'error')}\n`);
+    return EXIT.usage;
+  }
+  const flow = applyModelOverrides(v.flow, opts.model ?? []);
+  const input = opts.input ?? (await readBounded(opts.inputFile!, MAX_INPUT_BYTES, '--input-file'));
+  const answers = opts.answers
+    ? parseAnswers(await readBounded(opts.answers, MAX_INPUT_BYTES, '--answers'), opts.answers)
+    : undefined;
+  const baseDir = dirname(resolve(file));
+  const interactive = ctx.isTTY && (ctx.stdin as { isTTY?: boolean } | undefined)?.isTTY === true;
+
+  const options: RunOptions = { baseDir, humanInput: interactive ? 'wait' : 'fail' };
+  // An endpoint named on the command line is the operator's choice, loopback included.
+  if ((opts.model ?? []).length > 0) options.allowLocalModels = true;
+  if (answers) options.answers = answers;
+  const usesTools =
+    flow.nodes.some((n) => n.kind === 'tool') || flow.nodes.some((n) => n.config.backend !== undefined);
+  let shutdown: (() => Promise<void>) | undefined;
+  if (usesTools) {
+    const { ensureConsent } = await import('../../mcp/consent.js');
+    const consent = await ensureConsent(flow, { interactive, trustArgs: opts.trust ?? [] });
+    if (!consent.ok) {
+      ctx.err(`${consent.message ?? 'commands need consent'}\n`);
+      return EXIT.usage;
+    }
+    const { createMcpToolHost } = await import('../../tools/mcp-host.js');
+    const pool = await import('../../mcp/pool.js');
+    options.tools = createMcpToolHost(flow, { baseDir, flowRef: file });
+    shutdown = pool.shutdownMcpPool;
+  }
+
+  const { runFlow } = await import('../../engine/index.js');
+  const pretty = mode === 'pretty' ? prettyPrinter(ctx) : undefined;
+  let rl: ReturnType<typeof createInterface> | undefined;
+  let pendingQuestion = false;
+  const handle = runFlow(flow, input, {
+    ...options,
+    onEvent: (e) => {
+      if (mode === 'jsonl') ctx.out(`${JSON.stringify(e)}\n`);
+      else pretty?.(e);
+      if (e.type === 'input.requested' && interactive && !e.parentRunId) {
+        // A person is at the terminal: the next line on stdin answers the question.
+        pendingQuestion = true;
+        rl ??= createInterface({ input: ctx.stdin!, terminal: false });
+        ctx.err(`  ${e.nodeId} > `);
+        rl.once('line', (answer) => {
+          pendingQuestion = false;
+          handle.send({ type: 'answer', nodeId: e.nodeId!, answer });
+        });
+      }
+    },
+  });
+  const onSigint = () => handle.send({ type: 'cancel', reason: 'interrupted (SIGINT)' });
+  process.once('SIGINT', onSigint);
+  let result: Awaited<typeof handle.result>;
+  try {
+    result = await handle.result;
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+    rl?.close();
+    void pendingQuestion;
+    await shutdown?.().catch(() => {});
+  }
+  if (result.status === 'completed') {
+    if (mode !== 'jsonl') {
+      const out = result.output;
+      ctx.out(`${typeof out === 'string' ? out : JSON.stringify(out, null, 2)}\n`);
+    }
+    return EXIT.ok;
+  }
+  if (mode === 'none')
+    ctx.err(
+      `switchboard run: ${result.status}${result.error ? `: ${result.error.code}: ${result.error.message}` : ''}\n`,
+    );
+  if (result.error?.code === 'human_input_required') return EXIT.needsHuman;
+  if (result.error?.code === 'flow_invalid') return EXIT.usage;
+  return EXIT.failed;
+}
+
+export function registerRun(program: Command, ctx: CliContext): void {
+  const collect = (v: string, prev: string[] = []) => [...prev, v];
+  program
+    .command('run')
+    .description('Run a flow headless: progress on stderr, the final answer on stdout.')
+    .argument('<flow>', 'flow JSON file')
+    .option('--input <text>', 'the run input')
+    .option('--input-file <file>', 'read the run input from a file')
+    .option(
+      '--answers <file>',
+      'JSON answers for human nodes: { "<node id>": "answer" | ["first", "second"] }',
+    )
+    .option('--events <mode>', 'pretty (progress on stderr), jsonl (every event on stdout), none', 'pretty')
+    .option(
+      '--model <name=baseurl>',
+      "point the flow's model NAME at an OpenAI-compatible endpoint (key: OPENAI_API_KEY)",
+      collect,
+    )
+    .option('--trust <name>', 'approve a stdio command by its mcpServers key or fingerprint', collect)
+    .action(async (file: string, opts: RunCliOptions) => {
+      try {
+        ctx.setExit(await runCommand(file, opts, ctx));
+      } catch (e) {
+        if (e instanceof UsageError) {
+          ctx.err(`switchboard run: ${e.message}\n`);
+          ctx.setExit(EXIT.usage);
+          return;
+        }
+        ctx.err(`switchboard run: ${(e as Error).message}\n`);
+        ctx.setExit(EXIT.failed);
+      }
+    });
+}
