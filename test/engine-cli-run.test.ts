@@ -24,8 +24,12 @@ async function cli(...args: string[]) {
   let out = '';
   let err = '';
   const code = await main(['node', 'switchboard', ...args], {
-    out: (s) => void (out += s),
-    err: (s) => void (err += s),
+    out: (s) => {
+      out += s;
+    },
+    err: (s) => {
+      err += s;
+    },
     isTTY: false,
   });
   return { code, out, err };
