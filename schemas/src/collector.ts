@@ -6,6 +6,7 @@ export class Collector {
   readonly warnings: Problem[] = [];
   private droppedErrors = 0;
   private droppedWarnings = 0;
+  private stoppedEarly = false;
 
   constructor(private readonly max: number) {}
 
@@ -21,13 +22,19 @@ export class Collector {
 
   /** True once the error list is full; expensive checks stop early then. */
   get full(): boolean {
-    return this.errors.length >= this.max;
+    if (this.errors.length < this.max) return false;
+    this.stoppedEarly = true;
+    return true;
   }
 
   /** Adds one `too-many-errors` entry per list that overflowed. */
   finish(): void {
     if (this.droppedErrors > 0)
       this.errors.push(problem('too-many-errors', '', `${this.droppedErrors} more errors not shown`));
+    else if (this.stoppedEarly)
+      this.errors.push(
+        problem('too-many-errors', '', `checking stopped after ${this.max} errors; there may be more`),
+      );
     if (this.droppedWarnings > 0)
       this.warnings.push(problem('too-many-errors', '', `${this.droppedWarnings} more warnings not shown`));
   }

@@ -171,6 +171,13 @@ function distance(a: string, b: string, cap: number): number {
   return prev[b.length]!;
 }
 
+const COMPARISON: Record<string, string> = {
+  '>=': 'at least',
+  '<=': 'at most',
+  '>': 'more than',
+  '<': 'less than',
+};
+
 /** One Ajv error as a sentence. */
 export function describe(e: ErrorObject): Explained {
   const params = e.params as Record<string, unknown>;
@@ -210,7 +217,7 @@ export function describe(e: ErrorObject): Explained {
     case 'exclusiveMinimum':
     case 'maximum':
     case 'exclusiveMaximum':
-      return at(`must be ${params.comparison} ${params.limit}`);
+      return at(`must be ${COMPARISON[String(params.comparison)] ?? params.comparison} ${params.limit}`);
     case 'minItems':
       return at(`must have at least ${params.limit} items`);
     case 'maxItems':

@@ -1,7 +1,7 @@
 /** `switchboard validate FILE…`: exit 0 when all are valid, 1 when one is not. */
 import { readFile, stat } from 'node:fs/promises';
 import { validateText } from '@switchboard/nodes';
-import { DEFAULT_LIMITS, type Problem } from '@switchboard/schemas';
+import { DEFAULT_LIMITS, type Problem, problem } from '@switchboard/schemas';
 import type { Command } from 'commander';
 import { type CliContext, EXIT } from '../context.js';
 
@@ -40,7 +40,9 @@ export async function validateFiles(files: string[]): Promise<ValidateReport[]> 
       reports.push({
         file,
         ok: false,
-        errors: [{ code: 'not-json', path: '', message: `cannot read the file: ${err.code ?? err.message}` }],
+        errors: [
+          problem('unreadable', '', err.code === 'EISDIR' ? 'it is a directory' : (err.code ?? err.message)),
+        ],
         warnings: [],
       });
     }
