@@ -1,0 +1,50 @@
+/**
+ * What a built-in server is given when it is created: the run it serves, where its files live,
+ * its options from the flow's `mcpServers` entry, and host-side capabilities (state, policy).
+ */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolHostContext } from '../../tools/types.js';
+
+export interface OutboundPolicyLike {
+  allowLoopback?: boolean;
+  allowPrivate?: boolean;
+  allowHosts?: string[];
+}
+
+export interface BuiltinContext {
+  /** The run's data directory; documents and workspaces live below it. */
+  dataDir: string;
+  /** The `options` object of the flow's mcpServers entry. */
+  options: Record<string, unknown>;
+  /** The run's JSON state (the `state` built-in). */
+  state?: ToolHostContext['state'];
+  /** The operator's outbound policy (the `http` built-in). */
+  outboundPolicy?: OutboundPolicyLike;
+}
+
+export const SERVER_VERSION = '0.1.0';
+
+export function text(t: string, structured?: Record<string, unknown>): CallToolResult {
+  return {
+    content: [{ type: 'text', text: t }],
+    ...(structured ? { structuredContent: structured } : {}),
+  };
+}
+
+export function json(value: unknown): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] };
+}
+
+export function fail(t: string): CallToolResult {
+  return { content: [{ type: 'text', text: t }], isError: true };
+}
+
+export function optString(o: Record<string, unknown>, k: string): string | undefined {
+  const v = o[k];
+  return typeof v === 'string' ? v : undefined;
+}
+
+export function optNumber(o: Record<string, unknown>, k: string, dflt: number): number {
+  const v = o[k];
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : dflt;
+}

@@ -1,0 +1,335 @@
+/**
+ * One MCP server connection: a stdio child, a streamable HTTP session or an in-process built-in.
+ * It connects on first use, keeps the tool list current (`tools/list`, refreshed on
+ * `notifications/tools/list_changed` and after a reconnect), forwards stderr as bounded log
+ * lines, and survives its server dying: it reconnects once, and the second death is a clear,
+ * sticky failure (`mcp.server-failed`) — never an exception that escapes into the process.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  type CallToolResult,
+  ErrorCode,
+  McpError,
+  type Tool,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { errorText, McpHostError } from './errors.js';
+import { StderrLines } from './stderr-lines.js';
+
+export type ServerSpec =
+  | {
+      kind: 'stdio';
+      /** Pool key: same key, same shared process. */
+      key: string;
+      label: string;
+      command: string;
+      args: string[];
+      /** The complete environment of the child (minimal env + the flow's resolved variables). */
+      env: Record<string, string>;
+      cwd?: string;
+    }
+  | {
+      kind: 'http';
+      key: string;
+      label: string;
+      url: string;
+      headers: Record<string, string>;
+      /** The guarded fetch of the outbound module: the SDK must never use the global fetch. */
+      fetch: typeof fetch;
+    }
+  | { kind: 'builtin'; key: string; label: string; create: () => McpServer };
+
+export interface ConnectionListener {
+  log?(level: string, text: string): void;
+  toolsChanged?(tools: Tool[]): void;
+}
+
+export interface ConnectionOptions {
+  /** Time for spawn + initialize + first tools/list. Default 30 s. */
+  connectTimeoutMs?: number;
+  /** Largest single JSON-RPC message from a stdio server. Default 4 MiB. */
+  maxMessageBytes?: number;
+  /** Unparseable stdout lines tolerated before the server is considered broken. Default 100. */
+  maxProtocolErrors?: number;
+}
+
+type State = 'idle' | 'connecting' | 'ready' | 'failed' | 'closed';
+
+export class McpConnection {
+  readonly spec: ServerSpec;
+  private state: State = 'idle';
+  private client?: Client;
+  private transport?: Transport;
+  private connecting?: Promise<Client>;
+  private deaths = 0;
+  private failure?: McpHostError;
+  private lastError?: string;
+  private protocolErrors = 0;
+  private tools: Tool[] = [];
+  private readonly listeners = new Set<ConnectionListener>();
+  private readonly opts: Required<ConnectionOptions>;
+  private builtinServer?: McpServer;
+  private pidValue: number | null = null;
+
+  constructor(spec: ServerSpec, opts: ConnectionOptions = {}) {
+    this.spec = spec;
+    this.opts = {
+      connectTimeoutMs: opts.connectTimeoutMs ?? 30_000,
+      maxMessageBytes: opts.maxMessageBytes ?? 4 * 1024 * 1024,
+      maxProtocolErrors: opts.maxProtocolErrors ?? 100,
+    };
+  }
+
+  get status(): State {
+    return this.state;
+  }
+  /** The pid of a stdio server's process while it runs. */
+  get pid(): number | null {
+    return this.pidValue;
+  }
+  get currentTools(): readonly Tool[] {
+    return this.tools;
+  }
+
+  addListener(l: ConnectionListener): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
+
+  private log(level: string, text: string): void {
+    for (const l of this.listeners) l.log?.(level, `[${this.spec.label}] ${text}`);
+  }
+
+  /** Connects if needed and returns the client; throws `mcp.server-failed` once it is dead for good. */
+  async ready(): Promise<Client> {
+    if (this.state === 'ready' && this.client) return this.client;
+    if (this.state === 'failed') throw this.failure!;
+    if (this.state === 'closed')
+      throw new McpHostError('mcp.server-failed', `${this.spec.label}: connection closed`);
+    this.connecting ??= this.connect().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  private async connect(): Promise<Client> {
+    this.state = 'connecting';
+    this.protocolErrors = 0;
+    const client = new Client({ name: 'switchboard', version: '0.1.0' }, { capabilities: {} });
+    const transport = this.makeTransport();
+    this.transport = transport;
+    this.client = client;
+    client.onerror = (e) => this.onProtocolError(client, e);
+    client.onclose = () => this.onClosed(client);
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      await this.refreshTools(client).catch((e) =>
+        this.log('warn', `tools/list after list_changed failed: ${errorText(e)}`),
+      );
+    });
+    try {
+      if (this.spec.kind === 'builtin') {
+        const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+        this.builtinServer = this.spec.create();
+        await this.builtinServer.connect(serverSide);
+        await client.connect(clientSide, { timeout: this.opts.connectTimeoutMs });
+      } else {
+        await client.connect(transport, { timeout: this.opts.connectTimeoutMs });
+      }
+      if (transport instanceof StdioClientTransport) this.pidValue = transport.pid;
+      await this.refreshTools(client);
+    } catch (e) {
+      const why = this.lastError ? `${errorText(e)} (${this.lastError})` : errorText(e);
+      await this.dispose(client);
+      if ((this.state as State) === 'closed')
+        throw new McpHostError('mcp.server-failed', `${this.spec.label}: connection closed`);
+      this.deaths++;
+      if (this.deaths > 1) return this.fail(`${this.spec.label}: could not start: ${why}`);
+      // One more try straight away: a restart after a failed start counts as the one restart.
+      this.log('warn', `could not start (${why}); retrying once`);
+      return this.connect();
+    }
+    if (this.state !== 'connecting' || this.client !== client) {
+      // Closed while connecting.
+      await this.dispose(client);
+      throw new McpHostError('mcp.server-failed', `${this.spec.label}: connection closed`);
+    }
+    this.state = 'ready';
+    return client;
+  }
+
+  private makeTransport(): Transport {
+    const spec = this.spec;
+    if (spec.kind === 'stdio') {
+      const t = new StdioClientTransport({
+        command: spec.command,
+        args: spec.args,
+        env: spec.env,
+        ...(spec.cwd ? { cwd: spec.cwd } : {}),
+        stderr: 'pipe',
+        maxBufferSize: this.opts.maxMessageBytes,
+      });
+      const lines = new StderrLines((l) => this.log('stderr', l));
+      t.stderr?.on('data', (c: Buffer) => lines.push(c));
+      t.stderr?.on('end', () => lines.flush());
+      return t;
+    }
+    if (spec.kind === 'http') {
+      return new StreamableHTTPClientTransport(new URL(spec.url), {
+        fetch: spec.fetch,
+        requestInit: { headers: spec.headers },
+        reconnectionOptions: {
+          maxReconnectionDelay: 5000,
+          initialReconnectionDelay: 500,
+          reconnectionDelayGrowFactor: 2,
+          maxRetries: 1,
+        },
+      });
+    }
+    // In-process: the linked pair is made in connect().
+    return { start: async () => {}, send: async () => {}, close: async () => {} };
+  }
+
+  private onProtocolError(client: Client, e: Error): void {
+    if (client !== this.client) return;
+    const msg = errorText(e);
+    this.lastError = msg.slice(0, 300);
+    this.protocolErrors++;
+    if (this.protocolErrors <= 5) this.log('warn', `protocol error: ${msg.slice(0, 300)}`);
+    if (this.protocolErrors === this.opts.maxProtocolErrors) {
+      this.log('error', `more than ${this.opts.maxProtocolErrors} protocol errors; closing the connection`);
+      void client.close().catch(() => {});
+    }
+  }
+
+  private onClosed(client: Client): void {
+    if (client !== this.client) return;
+    this.client = undefined;
+    this.transport = undefined;
+    this.pidValue = null;
+    if (this.state === 'closed' || this.state === 'failed') return;
+    const wasReady = this.state === 'ready';
+    this.state = 'idle';
+    if (!wasReady) return; // a failed start is counted by connect()
+    this.deaths++;
+    const why = this.lastError ? ` (${this.lastError})` : '';
+    if (this.deaths > 1) {
+      this.fail(`${this.spec.label}: the server stopped again after a restart${why}`);
+      return;
+    }
+    this.log('warn', `the server stopped${why}; it will be restarted once on next use`);
+    // Restart now, so that a list_changed-like difference after restart is seen early.
+    void this.ready().catch(() => {});
+  }
+
+  private fail(message: string): never {
+    this.state = 'failed';
+    this.failure = new McpHostError('mcp.server-failed', message);
+    this.log('error', message);
+    throw this.failure;
+  }
+
+  private async refreshTools(client: Client): Promise<Tool[]> {
+    const all: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const r = await client.listTools(cursor ? { cursor } : undefined, {
+        timeout: this.opts.connectTimeoutMs,
+      });
+      all.push(...r.tools);
+      cursor = r.nextCursor;
+      if (!cursor) break;
+    }
+    if (client !== this.client) return all;
+    this.tools = all;
+    for (const l of this.listeners) l.toolsChanged?.(all);
+    return all;
+  }
+
+  /** The server's tools (connecting first if needed). */
+  async listTools(): Promise<Tool[]> {
+    await this.ready();
+    return this.tools;
+  }
+
+  /**
+   * Calls a tool. A timeout or an abort sends `notifications/cancelled` to the server (the SDK
+   * does) and rejects with `mcp.timeout` / `mcp.cancelled`; a dead server rejects with
+   * `mcp.server-failed`. A guard timer makes sure the promise settles even if the transport hangs.
+   */
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    o: {
+      signal: AbortSignal;
+      timeoutMs: number;
+      onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
+    },
+  ): Promise<CallToolResult> {
+    if (o.signal.aborted) throw new McpHostError('mcp.cancelled', `${name}: cancelled before it started`);
+    const client = await this.ready();
+    let guard: NodeJS.Timeout | undefined;
+    const guardP = new Promise<never>((_, reject) => {
+      guard = setTimeout(
+        () => reject(new McpHostError('mcp.timeout', `${name}: no answer within ${o.timeoutMs} ms`)),
+        o.timeoutMs + 500,
+      );
+    });
+    try {
+      const r = await Promise.race([
+        client.callTool({ name, arguments: args }, undefined, {
+          signal: o.signal,
+          timeout: o.timeoutMs,
+          ...(o.onProgress ? { onprogress: o.onProgress } : {}),
+        }),
+        guardP,
+      ]);
+      return r as CallToolResult;
+    } catch (e) {
+      if (e instanceof McpHostError) throw e;
+      if (o.signal.aborted) throw new McpHostError('mcp.cancelled', `${name}: cancelled`, { cause: e });
+      if (e instanceof McpError && e.code === ErrorCode.RequestTimeout)
+        throw new McpHostError('mcp.timeout', `${name}: no answer within ${o.timeoutMs} ms`, { cause: e });
+      if (e instanceof McpError && e.code === ErrorCode.ConnectionClosed) {
+        const why = this.lastError ? `: ${this.lastError}` : '';
+        throw new McpHostError(
+          'mcp.server-failed',
+          `${name}: the server closed the connection during the call${why}`,
+          { cause: e },
+        );
+      }
+      throw new McpHostError('mcp.protocol', `${name}: ${errorText(e)}`, { cause: e });
+    } finally {
+      clearTimeout(guard);
+    }
+  }
+
+  private async dispose(client: Client): Promise<void> {
+    if (this.client === client) {
+      this.client = undefined;
+      this.transport = undefined;
+      this.pidValue = null;
+    }
+    await client.close().catch(() => {});
+    if (this.builtinServer) {
+      const s = this.builtinServer;
+      this.builtinServer = undefined;
+      await s.close().catch(() => {});
+    }
+  }
+
+  /** Stops the server (stdio: stdin closed, then SIGTERM, then SIGKILL — the SDK's sequence). */
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    const c = this.client;
+    const t = this.transport;
+    if (c) await this.dispose(c);
+    else if (t) await t.close().catch(() => {});
+    this.listeners.clear();
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Typed errors of the MCP layer. Every failure a host or a user sees carries a stable `code`
+ * and a sentence that says what happened and what to do.
+ */
+export type McpErrorCode =
+  | 'mcp.consent-required'
+  | 'mcp.bad-config'
+  | 'mcp.env-missing'
+  | 'mcp.server-failed'
+  | 'mcp.protocol'
+  | 'mcp.timeout'
+  | 'mcp.cancelled'
+  | 'mcp.tool-disabled'
+  | 'mcp.tool-unknown'
+  | 'mcp.path-refused'
+  | 'mcp.command-refused';
+
+export class McpHostError extends Error {
+  readonly code: McpErrorCode;
+  constructor(code: McpErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'McpHostError';
+    this.code = code;
+  }
+}
+
+/** Thrown when a stdio command (or the shell built-in) has not been approved by the local operator. */
+export class ConsentRequiredError extends McpHostError {
+  readonly commandLine: string;
+  readonly fingerprint: string;
+  constructor(where: string, commandLine: string, fingerprint: string, flowHint: string) {
+    super(
+      'mcp.consent-required',
+      `${where}: the command is not approved by the local operator and was not started (quarantined).\n` +
+        `  command line: ${commandLine}\n` +
+        `  fingerprint:  ${fingerprint}\n` +
+        `  approve it with: switchboard trust ${flowHint}`,
+    );
+    this.name = 'ConsentRequiredError';
+    this.commandLine = commandLine;
+    this.fingerprint = fingerprint;
+  }
+}
+
+export function errorText(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
