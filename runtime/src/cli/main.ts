@@ -5,11 +5,9 @@
  */
 import { Command, CommanderError } from 'commander';
 import { registerMcpBuiltin } from './commands/mcp-builtin.js';
-import { registerMcpBuiltin } from './commands/mcp-builtin.js';
 import { registerResume } from './commands/resume.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
-import { registerTrust } from './commands/trust.js';
 import { registerTrust } from './commands/trust.js';
 import { registerValidate } from './commands/validate.js';
 import { type CliContext, EXIT } from './context.js';
@@ -19,8 +17,6 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerServe,
   registerResume,
   registerRun,
-  registerTrust,
-  registerMcpBuiltin,
   registerTrust,
   registerMcpBuiltin,
 ];
