@@ -113,6 +113,26 @@ interface Hop {
 
 /** Normalises fetch-style arguments into method, headers and a buffered body. */
 async function firstHop(input: string | URL | Request, init: RequestInit): Promise<Hop> {
+  // The common case (SDKs sending a string body or none) needs no Request round trip.
+  if (
+    !(input instanceof Request) &&
+    (init.body === undefined || init.body === null || typeof init.body === 'string')
+  ) {
+    const headers = new Headers(init.headers);
+    if (typeof init.body === 'string' && !headers.has('content-type')) {
+      headers.set('content-type', 'text/plain;charset=UTF-8');
+    }
+    const method = (init.method ?? 'GET').toUpperCase();
+    if (init.body != null && (method === 'GET' || method === 'HEAD')) {
+      throw new TypeError('Request with GET/HEAD method cannot have body.');
+    }
+    return {
+      url: new URL(input instanceof URL ? input.href : input),
+      method,
+      headers,
+      body: typeof init.body === 'string' ? Buffer.from(init.body) : undefined,
+    };
+  }
   const request = new Request(input instanceof URL ? input.href : input, {
     method: init.method,
     headers: init.headers,
