@@ -3,7 +3,7 @@
  * that one user action is one undo step and a remote peer sees it atomically.
  */
 import type { FlowEdgeT, FlowNodeT, PositionT } from '@switchboard/schemas';
-import * as Y from 'yjs';
+import type * as Y from 'yjs';
 import { edgeToYMap, isPlainObject, LOCAL, nodeToYMap, parts } from './flowDoc.js';
 
 type Size = { width: number; height: number };
@@ -61,15 +61,6 @@ export function patchEdge(doc: Y.Doc, id: string, patch: { label?: string | null
   doc.transact(() => applyPatch(m, patch), LOCAL);
 }
 
-function configMap(owner: Y.Map<unknown>): Y.Map<unknown> {
-  const c = owner.get('config');
-  if (c instanceof Y.Map) return c;
-  // A config that was missing or not an object is replaced by a map (edges may have none).
-  const fresh = new Y.Map<unknown>();
-  owner.set('config', fresh);
-  return fresh;
-}
-
 /** Sets (or, with `undefined`, removes) one top-level key of a node's or edge's config. */
 export function setConfigValue(
   doc: Y.Doc,
@@ -80,14 +71,14 @@ export function setConfigValue(
   const p = parts(doc);
   const owner = 'node' in target ? p.nodes.get(target.node) : p.edges.get(target.edge);
   if (!owner) return;
-  doc.transact(() => {
-    const c = configMap(owner);
-    if (value === undefined) c.delete(key);
-    else c.set(key, value);
-  }, LOCAL);
+  // A new object with the key replaced in place: key order stays as it was.
+  const next: Record<string, unknown> = { ...readConfig(owner) };
+  if (value === undefined) delete next[key];
+  else next[key] = value;
+  doc.transact(() => owner.set('config', next), LOCAL);
 }
 
-/** Replaces a whole config (used by kind changes and the raw JSON editor). */
+/** Replaces a whole config (used by the raw JSON editor). */
 export function replaceConfig(
   doc: Y.Doc,
   target: { node: string } | { edge: string },
@@ -96,11 +87,7 @@ export function replaceConfig(
   const p = parts(doc);
   const owner = 'node' in target ? p.nodes.get(target.node) : p.edges.get(target.edge);
   if (!owner) return;
-  doc.transact(() => {
-    const m = new Y.Map<unknown>();
-    for (const [k, v] of Object.entries(config)) if (v !== undefined) m.set(k, v);
-    owner.set('config', m);
-  }, LOCAL);
+  doc.transact(() => owner.set('config', structuredClone(config)), LOCAL);
 }
 
 /** Sets (or removes, with `undefined`) a top-level field of the flow: name, models, … */
@@ -163,6 +150,5 @@ export function removeElements(
 /** A plain-JSON snapshot of one config value, for reading without Yjs types. */
 export function readConfig(owner: Y.Map<unknown> | undefined): Record<string, unknown> {
   const c = owner?.get('config');
-  if (c instanceof Y.Map) return c.toJSON() as Record<string, unknown>;
   return isPlainObject(c) ? c : {};
 }

@@ -6,8 +6,10 @@
  * - `meta`  Y.Map: every top-level field except `nodes` and `edges` (`version`, `id`, `name`,
  *           `models`, …) as plain JSON values.
  * - `nodes` Y.Map<id, Y.Map>: one map per node with `kind`, `parent`, `label`, `position`, `size`
- *           as plain values and `config` as a Y.Map of its top-level keys (so two people editing
- *           different fields of one node do not overwrite each other).
+ *           and `config` as plain values. A config is one value, not a Y.Map: a Y.Map does not
+ *           keep the order of its keys through undo/redo or concurrent edits, and the exported
+ *           bytes must not depend on history (two people editing one node's config at the same
+ *           moment: the last write wins for that node).
  * - `edges` Y.Map<id, Y.Map>: likewise (`kind`, `source`, `target`, handles, `label`, `config`).
  * - `nodeOrder` / `edgeOrder` Y.Array<id>: document order, kept so that an exported file lists
  *           nodes and edges in the order it was opened with (byte-identical round trips).
@@ -71,24 +73,18 @@ export function assertRepresentable(doc: unknown): asserts doc is Flow {
   }
 }
 
-function objectToYMap(obj: Record<string, unknown>): Y.Map<unknown> {
-  const m = new Y.Map<unknown>();
-  for (const [k, v] of Object.entries(obj)) if (v !== undefined) m.set(k, v);
-  return m;
-}
-
 function yMapToObject(m: Y.Map<unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of m.entries()) out[k] = v instanceof Y.Map ? yMapToObject(v) : v;
   return out;
 }
 
-/** A node as a Y.Map (config split into its own Y.Map). The id is the key in `nodes`. */
+/** A node as a Y.Map of plain values. The id is the key in `nodes`. */
 export function nodeToYMap(node: FlowNodeT): Y.Map<unknown> {
   const m = new Y.Map<unknown>();
   for (const [k, v] of Object.entries(node)) {
     if (k === 'id' || v === undefined) continue;
-    m.set(k, k === 'config' && isPlainObject(v) ? objectToYMap(v) : v);
+    m.set(k, v);
   }
   return m;
 }
@@ -97,7 +93,7 @@ export function edgeToYMap(edge: FlowEdgeT): Y.Map<unknown> {
   const m = new Y.Map<unknown>();
   for (const [k, v] of Object.entries(edge)) {
     if (k === 'id' || v === undefined) continue;
-    m.set(k, k === 'config' && isPlainObject(v) ? objectToYMap(v) : v);
+    m.set(k, v);
   }
   return m;
 }

@@ -111,6 +111,18 @@ describe('EditorStore', () => {
     expect(s.serialize()).toBe(t3);
   });
 
+  it('redo gives back the same bytes, config key order included', () => {
+    const s = make(emptyFlow());
+    s.addNode('agent', { x: 300, y: 0 });
+    s.setConfig({ node: 'agent1' }, 'role', 'Reviewer');
+    const t = s.serialize();
+    s.undo();
+    s.undo();
+    s.redo();
+    s.redo();
+    expect(s.serialize()).toBe(t);
+  });
+
   it('duplicates a team with its members and inner edges under new ids', () => {
     const s = make();
     s.select({ nodes: ['team1'] });

@@ -458,7 +458,7 @@ export class EditorStore {
     const label = m?.get('label');
     if (typeof label === 'string' && label) return label;
     const cfg = m?.get('config');
-    const name = cfg instanceof Y.Map ? cfg.get('name') : undefined;
+    const name = cfg && typeof cfg === 'object' ? (cfg as { name?: unknown }).name : undefined;
     return typeof name === 'string' && name ? name : id;
   }
 

@@ -66,6 +66,7 @@ function titleOf(id: string, data: SbNode['data']): string {
 }
 
 function Face({ id, data, group }: { id: string; data: SbNode['data']; group: boolean }) {
+  countRender(id);
   const { store } = useEditor();
   const def = store.registry.get(data.kind);
   const run = useKeyed(store.runState.store, id);
@@ -118,12 +119,10 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
 }
 
 export const KindNode = memo(function KindNode({ id, data }: NodeProps<SbNode>) {
-  countRender(id);
   return <Face id={id} data={data} group={false} />;
 });
 
 export const TeamNode = memo(function TeamNode({ id, data, selected }: NodeProps<SbNode>) {
-  countRender(id);
   const { store } = useEditor();
   return (
     <>
