@@ -382,6 +382,17 @@ describe('outboundFetch against a real local server', () => {
       .toBe(count + 1);
   });
 
+  it('bounds DNS resolution by the timeout and the signal', async () => {
+    const never: HostResolver = () => new Promise(() => {});
+    await expect(
+      outboundFetch('http://slow-dns.test/', { resolve: never, timeoutMs: 200 }),
+    ).rejects.toMatchObject({ code: 'ETIMEDOUT' });
+    const controller = new AbortController();
+    const pending = outboundFetch('http://slow-dns.test/', { resolve: never, signal: controller.signal });
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
   it('fails cleanly when nothing listens', async () => {
     const probe = http.createServer();
     await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));

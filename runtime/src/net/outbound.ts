@@ -351,6 +351,35 @@ function bodyStream(
   });
 }
 
+function bounded<T>(
+  work: Promise<T>,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  host: string,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        done(() =>
+          reject(new OutboundNetworkError('ETIMEDOUT', `resolving ${host} took over ${timeoutMs} ms`)),
+        ),
+      timeoutMs,
+    );
+    const onAbort = () => done(() => reject(abortReason(signal!)));
+    const done = (settle: () => void) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      settle();
+    };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => done(() => resolve(value)),
+      (err: unknown) => done(() => reject(err)),
+    );
+  });
+}
+
 /**
  * fetch, guarded: resolves and checks every hop against the policy, connects to the checked
  * address, follows redirects itself. See the module comment for the guarantees.
@@ -373,7 +402,8 @@ export async function outboundFetch(
   if (!early.ok) throw new OutboundBlockedError(String(rawUrl), early.reason);
   let hop = await firstHop(input, init);
   for (let redirects = 0; ; redirects++) {
-    const verdict = await checkUrl(hop.url, policy, resolve);
+    // DNS is bounded too: a resolver that never answers must not outlive the timeout or a cancel.
+    const verdict = await bounded(checkUrl(hop.url, policy, resolve), timeoutMs, signal, hop.url.host);
     if (!verdict.ok) throw new OutboundBlockedError(hop.url.href, verdict.reason);
     if (signal?.aborted) throw abortReason(signal);
     const { req, res } = await sendHop(hop, verdict.addresses, timeoutMs, signal);
