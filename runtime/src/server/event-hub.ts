@@ -32,6 +32,8 @@ export interface HubOptions {
   maxSubscriptions?: number;
   /** Events per catch-up frame. Default 2,000. */
   historyChunk?: number;
+  /** How long a catching-up client may take to read a chunk before it is dropped. Default 30 s. */
+  drainTimeoutMs?: number;
 }
 
 interface Client {
@@ -42,6 +44,8 @@ interface Client {
   flows: Set<string>;
   errors: number;
   closing: boolean;
+  /** Runs whose history is still being sent; live frames wait. */
+  catching: Set<string>;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
@@ -57,6 +61,7 @@ export class EventHub {
   private readonly maxBuffered: number;
   private readonly maxSubscriptions: number;
   private readonly historyChunk: number;
+  private readonly drainTimeoutMs: number;
   /** Frames sent and clients dropped, for health and benchmarks. */
   readonly stats = { frames: 0, events: 0, slowClosed: 0 };
 
@@ -67,6 +72,7 @@ export class EventHub {
     this.maxBuffered = options.maxBuffered ?? 8 * 1024 * 1024;
     this.maxSubscriptions = options.maxSubscriptions ?? 1000;
     this.historyChunk = options.historyChunk ?? 2000;
+    this.drainTimeoutMs = options.drainTimeoutMs ?? 30_000;
   }
 
   get clientCount(): number {
@@ -100,7 +106,7 @@ export class EventHub {
       let shared: string | undefined;
       const last = events.at(-1)!.seq;
       for (const c of targets) {
-        if (c.closing) continue;
+        if (c.closing || c.catching.has(runId)) continue;
         const sent = c.sent.get(runId) ?? 0;
         if (sent >= last) continue;
         let frame: string;
@@ -148,7 +154,15 @@ export class EventHub {
 
   /** Takes over a connected socket. */
   attach(ws: WebSocket): void {
-    const c: Client = { ws, sent: new Map(), runs: new Set(), flows: new Set(), errors: 0, closing: false };
+    const c: Client = {
+      ws,
+      sent: new Map(),
+      runs: new Set(),
+      flows: new Set(),
+      errors: 0,
+      closing: false,
+      catching: new Set(),
+    };
     this.clients.add(c);
     ws.on('message', (data, isBinary) => this.onMessage(c, data as Buffer, isBinary));
     ws.on('close', () => this.forget(c));
@@ -202,14 +216,14 @@ export class EventHub {
       const after = seqOf(msg.after);
       if (after === undefined) return this.bad(c, 'bad-message', '"after" must be a seq (integer ≥ 0)');
       const runId = msg.runId;
-      const history = this.source.eventsAfter(runId, after, Number.POSITIVE_INFINITY);
-      if (history === undefined) return this.bad(c, 'not-found', `no run ${runId}`);
+      if (this.source.eventsAfter(runId, after, 0) === undefined)
+        return this.bad(c, 'not-found', `no run ${runId}`);
       c.runs.add(runId);
       const set = this.byRun.get(runId) ?? new Set<Client>();
       this.byRun.set(runId, set);
       set.add(c);
       this.reply(c, { type: 'subscribed', runId, after });
-      this.catchUp(c, runId, after, history);
+      this.catchUp(c, runId, after);
       return;
     }
     if (typeof msg.flowId === 'string') {
@@ -234,23 +248,54 @@ export class EventHub {
       for (const runId of runs) {
         if (this.source.flowOf(runId) !== flowId) continue;
         const after = afterMap[runId] ?? 0;
-        this.catchUp(c, runId, after, this.source.eventsAfter(runId, after, Number.POSITIVE_INFINITY) ?? []);
+        this.catchUp(c, runId, after);
       }
       return;
     }
     this.bad(c, 'bad-message', 'subscribe needs "runId" or "flowId"');
   }
 
-  /** History is read synchronously, so no live event can slip between it and the live feed. */
-  private catchUp(c: Client, runId: string, after: number, history: RunEvent[]): void {
-    const sent = Math.max(after, c.sent.get(runId) ?? 0);
-    c.sent.set(runId, sent);
-    const todo = history.filter((e) => e.seq > sent);
-    for (let i = 0; i < todo.length && !c.closing; i += this.historyChunk) {
-      const chunk = todo.slice(i, i + this.historyChunk);
-      c.sent.set(runId, chunk.at(-1)!.seq);
-      this.send(c, JSON.stringify({ type: 'events', runId, events: chunk }), chunk.length);
-    }
+  /**
+   * Sends the history after `after` in chunks, paced by the client's reading: the next chunk
+   * goes out once the socket has drained below half the bound. Live events for the run are
+   * held back meanwhile (they are in the log, so the next read picks them up); the loop ends
+   * when a read finds nothing new, and the live feed continues from there.
+   */
+  private catchUp(c: Client, runId: string, after: number): void {
+    c.sent.set(runId, Math.max(after, c.sent.get(runId) ?? 0));
+    if (c.catching.has(runId)) return;
+    c.catching.add(runId);
+    const loop = async () => {
+      while (!c.closing) {
+        const sent = c.sent.get(runId) ?? 0;
+        const chunk = this.source.eventsAfter(runId, sent, this.historyChunk) ?? [];
+        if (chunk.length === 0) break;
+        c.sent.set(runId, chunk.at(-1)!.seq);
+        const frame = JSON.stringify({ type: 'events', runId, events: chunk });
+        this.stats.frames++;
+        this.stats.events += chunk.length;
+        // The callback of a send runs once that frame reached the kernel.
+        const written = new Promise<void>((r) => c.ws.send(frame, () => r()));
+        if (c.ws.bufferedAmount > this.maxBuffered / 2) await this.drained(c, written);
+      }
+      c.catching.delete(runId);
+    };
+    loop().catch(() => this.drop(c, CLOSE_SLOW, 'catch-up failed: resubscribe with your last seq'));
+  }
+
+  /** Resolves when `written` has reached the kernel, or drops the client after `drainTimeoutMs`. */
+  private drained(c: Client, written: Promise<void>): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.stats.slowClosed++;
+        this.drop(c, CLOSE_SLOW, 'slow consumer: resubscribe with your last seq');
+        resolve();
+      }, this.drainTimeoutMs);
+      void written.then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** Closes every client (server shutdown). */

@@ -31,6 +31,8 @@ export function resolveDataDir(explicit?: string, env: NodeJS.ProcessEnv = proce
 
 export class Store {
   private readonly logs = new Map<string, EventLog>();
+  /** Events of a few closed logs, so paged catch-up reads do not rescan a file per page. */
+  private readonly closedCache = new Map<string, RunEvent[]>();
   private closed = false;
 
   private constructor(
@@ -78,6 +80,7 @@ export class Store {
   openLog(runId: string): { log: EventLog; torn?: { bytes: number; reason: string } } {
     const open = this.logs.get(runId);
     if (open) return { log: open };
+    this.closedCache.delete(runId);
     mkdirSync(this.runDir(runId), { recursive: true, mode: 0o700 });
     const r = EventLog.open(join(this.runDir(runId), 'events.jsonl'), runId);
     this.logs.set(runId, r.log);
@@ -99,9 +102,15 @@ export class Store {
   readEvents(runId: string, after = 0, limit = Number.POSITIVE_INFINITY): RunEvent[] {
     const open = this.logs.get(runId);
     if (open) return open.after(after, limit);
-    const scan = scanEventLog(join(this.runDir(runId), 'events.jsonl'), runId);
-    const start = scan.events.findIndex((e) => e.seq > after);
-    return start === -1 ? [] : scan.events.slice(start, start + Math.min(limit, scan.events.length));
+    let events = this.closedCache.get(runId);
+    if (!events) {
+      events = scanEventLog(join(this.runDir(runId), 'events.jsonl'), runId).events;
+      this.closedCache.set(runId, events);
+      if (this.closedCache.size > 8) this.closedCache.delete(this.closedCache.keys().next().value!);
+    }
+    // Seqs are contiguous from 1, so the index is the seq.
+    const start = Math.max(0, after);
+    return events.slice(start, start + Math.min(limit, events.length));
   }
 
   /** Durable checkpoint: the log is fsynced first, then the checkpoint replaced atomically. */
