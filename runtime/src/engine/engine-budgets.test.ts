@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_MAX_STEPS } from './run.js';
+import { DEFAULT_MAX_STEPS } from './limits.js';
 import { agent, collectRun, edge, flow, MemoryToolHost, node } from './testing/index.js';
 
 /** Two agents handing over forever (through a decider that always sends the work back). */

@@ -1,7 +1,4 @@
 /** Typed run failures: every failed run names a stable code, a sentence, and where it can, a cause. */
-import { NodeError } from '@switchboard/nodes';
-import type { EventError } from '@switchboard/schemas';
-import { ModelError } from '../models/types.js';
 
 export type RunErrorCode =
   | 'flow_invalid'
@@ -30,25 +27,4 @@ export class RunFailure extends Error {
 /** Internal signal: the run was cancelled; unwinds without emitting anything. */
 export class Cancelled extends Error {
   override readonly name = 'Cancelled';
-}
-
-export function errorInfo(e: unknown): EventError {
-  if (e instanceof RunFailure) {
-    const info: EventError = { code: e.code, message: e.message };
-    if (e.attempts !== undefined) info.attempts = e.attempts;
-    if (e.causeText !== undefined) info.cause = e.causeText;
-    return info;
-  }
-  if (e instanceof ModelError) {
-    const info: EventError = { code: `model_${e.code}`, message: e.message, attempts: e.attempts };
-    if (e.causeText !== undefined) info.cause = e.causeText;
-    return info;
-  }
-  if (e instanceof NodeError) {
-    const info: EventError = { code: e.code, message: e.message };
-    if (e.attempts !== undefined) info.attempts = e.attempts;
-    return info;
-  }
-  const err = e as Error;
-  return { code: 'internal', message: err?.message ?? String(e) };
 }

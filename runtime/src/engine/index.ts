@@ -1,82 +1,80 @@
 /**
- * `runFlow(flow, input, options)`: the library entry point. Returns at once with a handle; the
- * run starts on the next microtask, so the caller can read `handle.events` first.
+ * `runFlow(flow, input, options)`: the library entry point. It returns a handle at once; the
+ * interpreter (with the validator and the node kinds) is loaded on the first run, so importing
+ * the library stays cheap. The run starts after `runFlow` returns, so read `handle.events` first.
  */
-import { validate } from '@switchboard/nodes';
 import type { Flow, RunEvent } from '@switchboard/schemas';
-import { errorInfo, RunFailure } from './errors.js';
-import { Run } from './run.js';
+import { EventQueue } from './event-queue.js';
 import type { RunCommand, RunHandle, RunOptions, RunResult, RunStatus } from './types.js';
 
-export { Cancelled, errorInfo, type RunErrorCode, RunFailure } from './errors.js';
-export { compileFlow, FlowError, joinNode } from './graph.js';
-export { DEFAULT_MAX_STEPS, MAX_DELEGATION_DEPTH } from './run.js';
+export { Cancelled, type RunErrorCode, RunFailure } from './errors.js';
+export { DEFAULT_MAX_STEPS, MAX_DELEGATION_DEPTH } from './limits.js';
 export type { CheckpointData, Cursor, RunData, Scope } from './state.js';
 
+type StartModule = typeof import('./start.js');
+let loaded: StartModule | undefined;
+let loading: Promise<StartModule> | undefined;
+
+function loadEngine(): Promise<StartModule> {
+  loading ??= import('./start.js').then((m) => {
+    loaded = m;
+    return m;
+  });
+  return loading;
+}
+
+interface RunLike {
+  readonly status: RunStatus;
+  send(command: RunCommand): void;
+}
+
 class Handle implements RunHandle {
+  readonly result: Promise<RunResult>;
+  private readonly queue = new EventQueue();
+  private run: RunLike | undefined;
+  private started = false;
+  private readonly pending: RunCommand[] = [];
+
   constructor(
-    private readonly run: Run | undefined,
     readonly runId: string,
-    readonly result: Promise<RunResult>,
-    private readonly failed?: RunEvent[],
-  ) {}
+    flow: Flow,
+    input: unknown,
+    options: RunOptions,
+  ) {
+    const opts = { ...options, runId };
+    const begin = (m: StartModule) => {
+      const s = m.startRun(flow, input, opts, this.queue);
+      this.run = s.run;
+      this.started = true;
+      for (const c of this.pending.splice(0)) s.run?.send(c);
+      return s.result;
+    };
+    // Once loaded, a run starts on the next microtask: no macrotask on the hot path.
+    const m = loaded;
+    this.result = m ? Promise.resolve().then(() => begin(m)) : loadEngine().then(begin);
+  }
+
   get status(): RunStatus {
-    return this.run?.status ?? 'failed';
+    if (this.run) return this.run.status;
+    return this.started ? 'failed' : 'pending';
   }
+
   get events(): AsyncIterable<RunEvent> {
-    if (this.run) {
-      this.run.queue.attach();
-      return this.run.queue;
-    }
-    const list = this.failed ?? [];
-    return (async function* () {
-      yield* list;
-    })();
+    this.queue.attach();
+    return this.queue;
   }
+
   send(command: RunCommand): void {
-    this.run?.send(command);
+    if (this.run) this.run.send(command);
+    else if (!this.started) this.pending.push(command);
   }
 }
 
 /** Starts a run of `flow` on `input`. Never throws: an unusable flow gives a failed run. */
 export function runFlow(flow: Flow, input: unknown, options: RunOptions = {}): RunHandle {
-  let run: Run;
-  try {
-    if (options.validate !== false) {
-      const v = validate(flow, options.registry ? { kinds: options.registry } : {});
-      if (!v.ok)
-        throw new RunFailure(
-          'flow_invalid',
-          `the flow is invalid: ${v.errors
-            .slice(0, 5)
-            .map((p) => `${p.path || '/'}: ${p.message}`)
-            .join('; ')}`,
-        );
-    }
-    run = new Run(flow, input, options);
-  } catch (e) {
-    // Report as a failed run with one event, so hosts handle it like any other failure.
-    const runId = options.resume?.runId ?? options.runId ?? 'run_invalid';
-    const error = errorInfo(
-      e instanceof RunFailure ? e : new RunFailure('flow_invalid', (e as Error).message),
-    );
-    const ev = {
-      runId,
-      seq: (options.resume?.seq ?? 0) + 1,
-      ts: Date.now(),
-      type: 'run.failed',
-      error,
-    } as RunEvent;
-    queueMicrotask(() => options.onEvent?.(ev));
-    return new Handle(
-      undefined,
-      runId,
-      Promise.resolve({ runId, status: 'failed', error: { code: error.code, message: error.message } }),
-      [ev],
-    );
-  }
-  queueMicrotask(() => {
-    void run.start();
-  });
-  return new Handle(run, run.runId, run.result);
+  const runId =
+    options.resume?.runId ??
+    options.runId ??
+    `run_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  return new Handle(runId, flow, input, options);
 }

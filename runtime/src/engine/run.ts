@@ -48,9 +48,11 @@ import {
   type ModelRequest,
 } from '../models/types.js';
 import type { ToolHandle, ToolHostContext } from '../tools/types.js';
-import { Cancelled, errorInfo, RunFailure } from './errors.js';
-import { EventQueue } from './event-queue.js';
+import { errorInfo } from './error-info.js';
+import { Cancelled, RunFailure } from './errors.js';
+import type { EventQueue } from './event-queue.js';
 import { compileFlow, type GEdge, type GNode, type Graph, joinNode } from './graph.js';
+import { DEFAULT_MAX_STEPS, MAX_DELEGATION_DEPTH } from './limits.js';
 import {
   type CheckpointData,
   type Cursor,
@@ -61,8 +63,6 @@ import {
 } from './state.js';
 import type { RunCheckpoint, RunCommand, RunOptions, RunResult, RunStatus } from './types.js';
 
-export const DEFAULT_MAX_STEPS = 1000;
-export const MAX_DELEGATION_DEPTH = 8;
 const MAX_TOOL_RESULT_IN_EVENT = 64 * 1024;
 
 /** A run context: the top-level run or a delegated (nested) run sharing budgets and state. */
@@ -91,7 +91,6 @@ function emptyUsage() {
 export class Run {
   readonly runId: string;
   status: RunStatus = 'pending';
-  readonly queue = new EventQueue();
   readonly graph: Graph;
   readonly result: Promise<RunResult>;
   private resolveResult!: (r: RunResult) => void;
@@ -125,6 +124,7 @@ export class Run {
     readonly flow: Flow,
     readonly input: unknown,
     readonly options: RunOptions,
+    readonly queue: EventQueue,
   ) {
     this.registry = options.registry ?? defaultRegistry;
     this.graph = compileFlow(flow, this.registry);
