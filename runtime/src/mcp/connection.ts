@@ -159,6 +159,8 @@ export class McpConnection {
       throw new McpHostError('mcp.server-failed', `${this.spec.label}: connection closed`);
     }
     this.state = 'ready';
+    // Cleared only now: a call that failed with the previous process still reports its cause.
+    this.lastError = undefined;
     return client;
   }
 
@@ -197,7 +199,8 @@ export class McpConnection {
   private onProtocolError(client: Client, e: Error): void {
     if (client !== this.client) return;
     const msg = errorText(e);
-    this.lastError = msg.slice(0, 300);
+    // The first error explains a close best; later ones are often its echo (a cut-off message).
+    this.lastError ??= msg.slice(0, 300);
     this.protocolErrors++;
     if (this.protocolErrors <= 5) this.log('warn', `protocol error: ${msg.slice(0, 300)}`);
     if (this.protocolErrors === this.opts.maxProtocolErrors) {
@@ -218,7 +221,8 @@ export class McpConnection {
     this.deaths++;
     const why = this.lastError ? ` (${this.lastError})` : '';
     if (this.deaths > 1) {
-      this.fail(`${this.spec.label}: the server stopped again after a restart${why}`);
+      // Runs inside the SDK's close handler: record the failure, never throw from here.
+      this.markFailed(`${this.spec.label}: the server stopped again after a restart${why}`);
       return;
     }
     this.log('warn', `the server stopped${why}; it will be restarted once on next use`);
@@ -226,11 +230,15 @@ export class McpConnection {
     void this.ready().catch(() => {});
   }
 
-  private fail(message: string): never {
+  private markFailed(message: string): McpHostError {
     this.state = 'failed';
     this.failure = new McpHostError('mcp.server-failed', message);
     this.log('error', message);
-    throw this.failure;
+    return this.failure;
+  }
+
+  private fail(message: string): never {
+    throw this.markFailed(message);
   }
 
   private async refreshTools(client: Client): Promise<Tool[]> {
