@@ -280,13 +280,14 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
       remoteName: tool.name,
       async call(args: Record<string, unknown>, o: ToolCallOptions): Promise<ToolResult> {
         try {
-          // The server's tool as it is now (list_changed and reconnects update it).
-          const current = conn.currentTools.find((t) => t.name === tool.name);
-          if (!current && conn.status === 'ready')
+          // The server's tool as it is now: after a reconnect, wait for the fresh tools/list
+          // (list_changed updates it too) so a changed description is seen before the call.
+          const current = (await conn.listTools()).find((t) => t.name === tool.name);
+          if (!current)
             return errorResult(
               new McpHostError('mcp.tool-unknown', `${serverName} no longer offers ${tool.name}`),
             );
-          const why = pinProblem(cfg, current ?? tool);
+          const why = pinProblem(cfg, current);
           if (why) {
             reportDisabled(run, serverName, tool.name, why, toolNode.id);
             return errorResult(new McpHostError('mcp.tool-disabled', why));
