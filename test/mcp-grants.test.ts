@@ -165,7 +165,7 @@ describe('tool names', () => {
     for (let k = 0; k < 20; k++) {
       const perm = reqs.map((r, i) => ({ r, i })).sort(() => rand() - 0.5);
       const again = assignToolNames(perm.map((p) => p.r));
-      perm.forEach((p, j) => expect(again[j]).toBe(names[p.i]));
+      for (const [j, p] of perm.entries()) expect(again[j]).toBe(names[p.i]);
     }
   });
 
