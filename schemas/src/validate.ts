@@ -342,29 +342,30 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
     }
     push(children, n.parent, n.id);
   });
-  const ancestryOk = new Set<string>();
-  flow.nodes.forEach((n, i) => {
-    // Walk up; a node is reported only when the walk comes back to it, i.e. it is on the cycle.
-    const seen = new Set<string>([n.id]);
-    let cur = n.parent;
-    while (cur !== undefined && !ancestryOk.has(cur)) {
-      if (cur === n.id) {
-        c.error(
-          problem(
-            'parent-cycle',
-            `/nodes/${i}/parent`,
-            [...seen, n.id].map((s) => quote(s)).join(' → '),
-            nodeIds(n.id),
-          ),
-        );
-        return;
-      }
-      if (seen.has(cur)) return; // a cycle above this node; its members report it
-      seen.add(cur);
-      cur = node(cur)?.parent;
+  // Walk up from each node once; a node on a cycle is reported, nodes below one are not.
+  const state = new Uint8Array(flow.nodes.length); // 0 unseen, 1 on the current walk, 2 done
+  const reported = new Set<number>();
+  for (let i = 0; i < flow.nodes.length; i++) {
+    const walk: number[] = [];
+    let cur: number | undefined = i;
+    while (cur !== undefined && state[cur] === 0) {
+      state[cur] = 1;
+      walk.push(cur);
+      const parent: string | undefined = flow.nodes[cur]!.parent;
+      cur = parent === undefined ? undefined : nodeIndex.get(parent);
     }
-    ancestryOk.add(n.id);
-  });
+    if (cur !== undefined && state[cur] === 1) {
+      const cycle = walk.slice(walk.indexOf(cur));
+      const names = [...cycle, cur].map((k) => quote(flow.nodes[k]!.id)).join(' → ');
+      for (const k of cycle)
+        if (!reported.has(k)) {
+          reported.add(k);
+          const id = flow.nodes[k]!.id;
+          c.error(problem('parent-cycle', `/nodes/${k}/parent`, names, nodeIds(id)));
+        }
+    }
+    for (const k of walk) state[k] = 2;
+  }
 
   // Edges.
   const handoverOut = new Map<string, HandoverOut[]>();
@@ -527,53 +528,54 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
   });
 
   // Reachability from start: handovers, team membership, delegation, grants and observers.
+  const count = flow.nodes.length;
   const startIdx = starts[0];
   if (startIdx !== undefined && starts.length === 1) {
-    const attached = new Map<string, string[]>();
+    const attached: number[][] = Array.from({ length: count }, () => []);
     for (const e of flow.edges) {
-      if (!nodeIndex.has(e.source) || !nodeIndex.has(e.target)) continue;
-      if (e.kind === 'handover' || e.kind === 'delegate') push(attached, e.source, e.target);
-      else push(attached, e.target, e.source); // a tool or observer is live when what it serves is
-    }
-    for (const [team, list] of children) for (const m of list) push(attached, team, m);
-    const start = flow.nodes[startIdx]!.id;
-    const reach = new Set<string>([start]);
-    const queue = [start];
-    while (queue.length > 0) {
-      const id = queue.pop()!;
-      for (const next of attached.get(id) ?? [])
-        if (!reach.has(next)) {
-          reach.add(next);
-          queue.push(next);
-        }
+      const si = nodeIndex.get(e.source);
+      const ti = nodeIndex.get(e.target);
+      if (si === undefined || ti === undefined) continue;
+      if (e.kind === 'handover' || e.kind === 'delegate') attached[si]!.push(ti);
+      else attached[ti]!.push(si); // a tool or observer is live when what it serves is
     }
     flow.nodes.forEach((n, i) => {
-      if (!reach.has(n.id) && infos[i]?.role !== 'note')
+      const p = n.parent === undefined ? undefined : nodeIndex.get(n.parent);
+      if (p !== undefined) attached[p]!.push(i);
+    });
+    const reach = new Uint8Array(count);
+    const queue = [startIdx];
+    reach[startIdx] = 1;
+    while (queue.length > 0)
+      for (const next of attached[queue.pop()!]!)
+        if (!reach[next]) {
+          reach[next] = 1;
+          queue.push(next);
+        }
+    flow.nodes.forEach((n, i) => {
+      if (!reach[i] && infos[i]?.role !== 'note')
         c.warn(problem('unreachable', `/nodes/${i}`, `${quote(n.id)} never runs`, nodeIds(n.id)));
     });
   }
 
   // Handover cycles that nothing can stop.
-  const out = new Map<string, string[]>();
-  for (const [id, list] of handoverOut)
-    out.set(
-      id,
-      list.map((o) => o.target),
-    );
-  for (const scc of stronglyConnected(
-    flow.nodes.map((n) => n.id),
-    out,
-  )) {
+  const out: number[][] = Array.from({ length: count }, () => []);
+  for (const [id, list] of handoverOut) {
+    const from = nodeIndex.get(id)!;
+    for (const o of list) out[from]!.push(nodeIndex.get(o.target)!);
+  }
+  for (const scc of stronglyConnectedIndices(out)) {
     if (scc.length < 2) continue;
-    if (scc.some((id) => stopsOnCycle(infoOf(id), node(id)!))) continue;
-    if (enclosedByTerminatingTeam(scc, node, infoOf)) continue;
+    const ids = scc.map((k) => flow.nodes[k]!.id);
+    if (scc.some((k) => stopsOnCycle(infos[k], flow.nodes[k]!))) continue;
+    if (enclosedByTerminatingTeam(ids, node, infoOf)) continue;
     const first = scc[0]!;
     c.error(
       problem(
         'endless-cycle',
-        `/nodes/${nodeIndex.get(first)}`,
-        `${[...scc, first].map((s) => quote(s)).join(' → ')}; add a decider or a human on it, or put it in a team with a termination`,
-        nodeIds(first),
+        `/nodes/${first}`,
+        `${[...ids, ids[0]].map((x) => quote(x)).join(' → ')}; add a decider or a human on it, or put it in a team with a termination`,
+        nodeIds(ids[0]!),
       ),
     );
   }
@@ -634,44 +636,56 @@ function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
   else m.set(k, [v]);
 }
 
-/** Tarjan's algorithm, iterative so a 10,000-node chain does not overflow the stack. */
-export function stronglyConnected(ids: string[], out: Map<string, string[]>): string[][] {
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const onStack = new Set<string>();
-  const stack: string[] = [];
-  const result: string[][] = [];
+/**
+ * Strongly connected components of a graph given as adjacency lists over `0…n-1` (Tarjan's
+ * algorithm, iterative so a 10,000-node chain does not overflow the stack). Each component lists
+ * its nodes in the order they were first reached.
+ */
+export function stronglyConnectedIndices(out: readonly (readonly number[])[]): number[][] {
+  const n = out.length;
+  const index = new Int32Array(n).fill(-1);
+  const low = new Int32Array(n);
+  const onStack = new Uint8Array(n);
+  const stack: number[] = [];
+  const result: number[][] = [];
+  const workNode: number[] = [];
+  const workEdge: number[] = [];
   let counter = 0;
-  for (const root of ids) {
-    if (index.has(root)) continue;
-    const work: Array<[string, number]> = [[root, 0]];
-    while (work.length > 0) {
-      const frame = work[work.length - 1]!;
-      const [v, i] = frame;
+  for (let root = 0; root < n; root++) {
+    if (index[root] !== -1) continue;
+    workNode.push(root);
+    workEdge.push(0);
+    while (workNode.length > 0) {
+      const top = workNode.length - 1;
+      const v = workNode[top]!;
+      const i = workEdge[top]!;
       if (i === 0) {
-        index.set(v, counter);
-        low.set(v, counter);
-        counter++;
+        index[v] = low[v] = counter++;
         stack.push(v);
-        onStack.add(v);
+        onStack[v] = 1;
       }
-      const next = out.get(v) ?? [];
+      const next = out[v]!;
       if (i < next.length) {
-        frame[1] = i + 1;
+        workEdge[top] = i + 1;
         const w = next[i]!;
-        if (!index.has(w)) work.push([w, 0]);
-        else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+        if (index[w] === -1) {
+          workNode.push(w);
+          workEdge.push(0);
+        } else if (onStack[w]) low[v] = Math.min(low[v]!, index[w]!);
         continue;
       }
-      work.pop();
-      const parent = work[work.length - 1];
-      if (parent) low.set(parent[0], Math.min(low.get(parent[0])!, low.get(v)!));
-      if (low.get(v) === index.get(v)) {
-        const comp: string[] = [];
-        let w: string;
+      workNode.pop();
+      workEdge.pop();
+      if (workNode.length > 0) {
+        const parent = workNode[workNode.length - 1]!;
+        low[parent] = Math.min(low[parent]!, low[v]!);
+      }
+      if (low[v] === index[v]) {
+        const comp: number[] = [];
+        let w: number;
         do {
           w = stack.pop()!;
-          onStack.delete(w);
+          onStack[w] = 0;
           comp.push(w);
         } while (w !== v);
         result.push(comp.reverse());
@@ -679,4 +693,11 @@ export function stronglyConnected(ids: string[], out: Map<string, string[]>): st
     }
   }
   return result;
+}
+
+/** The same over string ids and an adjacency map. */
+export function stronglyConnected(ids: string[], out: Map<string, string[]>): string[][] {
+  const at = new Map(ids.map((id, i) => [id, i]));
+  const adj = ids.map((id) => (out.get(id) ?? []).flatMap((t) => (at.has(t) ? [at.get(t)!] : [])));
+  return stronglyConnectedIndices(adj).map((comp) => comp.map((i) => ids[i]!));
 }
