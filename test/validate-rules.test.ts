@@ -116,6 +116,14 @@ describe('validator rules', () => {
     );
     expectProblem(validate(notMember).errors, { code: 'team-no-entry', path: '/nodes/1/config/entry' });
 
+    const noteFirst = flowWith(
+      [team('t', { entry: 'memo' }), agent('a', 't'), node('memo', 'note', { text: 'x' }, 't')],
+      [],
+      't',
+      't',
+    );
+    expect(validate(noteFirst).errors[0]!.message).toContain('"memo" cannot run first: its kind is "note"');
+
     const chain = flowWith(
       [team('t'), agent('a', 't'), agent('b', 't')],
       [handover('ab', 'a', 'b')],

@@ -501,7 +501,16 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
       needDecider('/speaker', 'speaker strategy "decider" names its decider in config.speaker.decider');
 
     if (typeof cfg.entry === 'string') {
-      if (!members.includes(cfg.entry))
+      if (members.includes(cfg.entry) && !active.includes(cfg.entry))
+        c.error(
+          problem(
+            'team-no-entry',
+            `/nodes/${i}/config/entry`,
+            `${quote(cfg.entry)} cannot run first: its kind is ${quote(node(cfg.entry)!.kind)}`,
+            nodeIds(n.id),
+          ),
+        );
+      else if (!members.includes(cfg.entry))
         c.error(
           problem(
             'team-no-entry',
