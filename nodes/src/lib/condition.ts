@@ -17,6 +17,8 @@ export function readPath(ctx: ConditionContext, path: string): unknown {
   const rest = parts.slice(1);
   switch (head) {
     case 'last':
+      // `json` may be computed on read (parsed lazily by the host), so it is read as a property.
+      if (rest[0] === 'json') return getPath(ctx.last?.json, rest.slice(1));
       return getPath(ctx.last, rest);
     case 'state':
       return getPath(ctx.state, rest);

@@ -9,6 +9,8 @@
  * Commands are applied between events: every await point of the loop passes a gate that is a
  * single flag test when nothing is pending, so the hot path adds no macrotask.
  */
+
+import { setMaxListeners } from 'node:events';
 import {
   asText,
   type BehaviorEvent,
@@ -84,6 +86,8 @@ function isFailed(o: Outcome | Failed): o is Failed {
   return (o as Failed).failed !== undefined;
 }
 
+const NO_TOOLS: Promise<ToolPort[]> = Promise.resolve([]);
+
 function emptyUsage() {
   return { turns: 0, promptTokens: 0, completionTokens: 0 };
 }
@@ -127,6 +131,8 @@ export class Run {
     readonly queue: EventQueue,
   ) {
     this.registry = options.registry ?? defaultRegistry;
+    // Every call in flight listens on the run's signal; parallel branches legitimately add many.
+    setMaxListeners(0, this.abort.signal);
     this.graph = compileFlow(flow, this.registry);
     this.now = options.now ?? Date.now;
     this.clock = { now: this.now };
@@ -520,6 +526,8 @@ export class Run {
 
   toolsFor(nc: NodeCtx): Promise<ToolPort[]> {
     const offerHandover = nc.offerHandoverTools;
+    // Most agents of a chain have no tools at all: no lookup, no allocation.
+    if (!this.options.tools && nc.node.delegates.length === 0 && !offerHandover) return NO_TOOLS;
     const key = `${nc.cx.runId}\u0000${nc.node.id}\u0000${offerHandover ? 1 : 0}`;
     let p = this.toolCache.get(key);
     if (!p) {
@@ -1430,6 +1438,19 @@ export class Run {
 // ---------------------------------------------------------------------------------------------
 // Contexts handed to behaviours
 
+/** The last message as conditions see it, with `json` parsed on first read. */
+class LastView {
+  readonly content: string;
+  readonly author: string;
+  constructor(private readonly m: Message) {
+    this.content = m.content;
+    this.author = m.author;
+  }
+  get json(): unknown {
+    return jsonOf(this.m);
+  }
+}
+
 const parsedJson = new WeakMap<Message, unknown>();
 /** `last.json` of a text message that happens to be JSON (parsed once, bounded). */
 function jsonOf(m: Message): unknown {
@@ -1584,9 +1605,11 @@ export class NodeCtx implements NodeContext {
     const last = d.transcript[d.transcript.length - 1];
     const c: ConditionContext = { state: d.state, counters: this.counters, input: d.input };
     if (last) {
-      c.last = { content: last.content, author: last.author };
-      const json = last.json !== undefined ? last.json : jsonOf(last);
-      if (json !== undefined) c.last.json = json;
+      // `last.json` is parsed only when a condition reads it.
+      c.last =
+        last.json !== undefined
+          ? { content: last.content, author: last.author, json: last.json }
+          : new LastView(last);
     }
     if (extra) Object.assign(c, extra);
     return c;
