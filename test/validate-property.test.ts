@@ -74,12 +74,14 @@ describe('validator properties', () => {
   it(
     'mutated documents: never a throw; accepted, or rejected with errors that carry JSON paths',
     () => {
+      const verdicts = { accepted: 0, rejected: 0 };
       fc.assert(
         fc.property(validFlow, fc.array(mutation, { minLength: 1, maxLength: 5 }), (flow, ms) => {
           let doc: unknown = flow;
           for (const m of ms) doc = mutate(doc, m);
           const r = validate(doc);
           checkVerdict(r, doc);
+          verdicts[r.ok ? 'accepted' : 'rejected']++;
           // The same verdict through text, as the CLI and the API read it.
           const t = JSON.stringify(doc);
           if (t !== undefined) {
@@ -89,6 +91,8 @@ describe('validator properties', () => {
         }),
         params(2),
       );
+      console.log(`mutated documents: ${verdicts.accepted} accepted, ${verdicts.rejected} rejected`);
+      expect(verdicts.rejected).toBeGreaterThan(0);
     },
     timeout,
   );
@@ -96,10 +100,12 @@ describe('validator properties', () => {
   it(
     'byte-level mutations of valid files: never a throw; accepted, or rejected with paths',
     () => {
+      const verdicts = { accepted: 0, rejected: 0 };
       fc.assert(
         fc.property(validFlow, fc.array(byteOp, { minLength: 1, maxLength: 4 }), (flow, ops) => {
           const bytes = applyBytes(new TextEncoder().encode(serializeFlow(flow)), ops);
           const r = validateText(bytes);
+          verdicts[r.ok ? 'accepted' : 'rejected']++;
           let doc: unknown;
           try {
             // As the validator reads it: UTF-8, a leading BOM dropped.
@@ -113,6 +119,8 @@ describe('validator properties', () => {
         }),
         params(3),
       );
+      console.log(`byte-level mutations: ${verdicts.accepted} accepted, ${verdicts.rejected} rejected`);
+      expect(verdicts.rejected).toBeGreaterThan(0);
     },
     timeout,
   );
