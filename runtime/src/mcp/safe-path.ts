@@ -35,12 +35,15 @@ export function checkPathSyntax(userPath: string): string[] {
   return segments;
 }
 
-async function realOrUndefined(p: string): Promise<string | undefined> {
+async function realOrUndefined(p: string, userPath: string): Promise<string | undefined> {
   try {
     return await realpath(p);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    if (code === 'ELOOP') refuse(userPath, 'goes through a symlink loop');
+    if (code === 'ENAMETOOLONG') refuse(userPath, 'a name is too long');
+    if (code === 'EACCES') refuse(userPath, 'permission denied');
     throw e;
   }
 }
@@ -67,7 +70,7 @@ export async function resolveInside(root: string, userPath: string): Promise<Res
   let probe = target;
   const rest: string[] = [];
   for (;;) {
-    const real = await realOrUndefined(probe);
+    const real = await realOrUndefined(probe, userPath);
     if (real !== undefined) {
       if (!isWithin(realRoot, real)) refuse(userPath, 'resolves outside the root (symlink)');
       if (rest.length > 0) {
