@@ -1284,7 +1284,7 @@ export class Run {
     } else if (ctxMode === 'state') {
       const keys = c.context?.keys ?? [];
       const picked: Record<string, unknown> = {};
-      for (const k of keys) picked[k] = getPath(d.state, k);
+      for (const k of keys) picked[k] = getPath(d.state, k) ?? null;
       package_ = `State:\n${JSON.stringify(picked)}`;
     }
     if (c.briefing !== undefined || package_ !== '') {

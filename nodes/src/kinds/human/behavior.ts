@@ -41,7 +41,7 @@ export const humanBehavior: FlowBehavior<HumanConfigT> = {
           false,
         );
       if (edges.length > 0) out.route = { edges, reason: verdict };
-      out.state = { [`${ctx.node.id}.verdict`]: verdict };
+      out.state = { [ctx.node.id]: { verdict, answer } };
     }
     return out;
   },
