@@ -64,4 +64,42 @@ describe('agent-as-tool (delegate edges)', () => {
     const assoc = requests.find((r) => r.nodeId === 'associate')!;
     expect(assoc.messages.slice(1).map((m) => m.content)).toEqual(['find facts']);
   });
+
+  it('delegations asked for in one reply run concurrently; results return in call order', async () => {
+    const f = flow(
+      [node('start', 'start'), agent('lead'), agent('slow'), agent('fast'), node('end', 'end')],
+      [
+        edge('start', 'lead'),
+        edge('lead', 'end'),
+        edge('lead', 'slow', 'delegate'),
+        edge('lead', 'fast', 'delegate'),
+      ],
+      [
+        {
+          node: 'lead',
+          toolCalls: [
+            { id: 'c1', name: 'ask_slow', args: { task: 'a' } },
+            { id: 'c2', name: 'ask_fast', args: { task: 'b' } },
+          ],
+        },
+        { node: 'slow', text: 'slow answer', latencyMs: 300 },
+        { node: 'fast', text: 'fast answer', latencyMs: 10 },
+        { node: 'lead', text: 'both done' },
+      ],
+    );
+    const { factory, requests } = recordingModels();
+    const { result, events } = await collectRun(f, 'go', { models: factory });
+    expect(result).toMatchObject({ status: 'completed', output: 'both done' });
+    const at = (type: string, nodeId: string) =>
+      events.findIndex((e) => e.type === type && e.nodeId === nodeId);
+    // fast started before slow finished, and finished first.
+    expect(at('node.started', 'fast')).toBeLessThan(at('node.completed', 'slow'));
+    expect(at('node.completed', 'fast')).toBeLessThan(at('node.completed', 'slow'));
+    // The lead reads the results in the order it asked for them.
+    const last = requests.filter((r) => r.nodeId === 'lead')[1]!;
+    expect(last.messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([
+      'slow answer',
+      'fast answer',
+    ]);
+  });
 });

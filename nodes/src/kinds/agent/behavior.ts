@@ -16,6 +16,7 @@ import {
   type NodeContext,
   NodeError,
   type ToolCallRequest,
+  type ToolOutcome,
   type ToolPort,
   type ToolSpec,
 } from '../../runtime-api.js';
@@ -178,6 +179,30 @@ export function buildMessages(ctx: NodeContext<AgentConfigT>): ChatMessage[] {
 
 const NO_TOOLS: readonly ToolPort[] = [];
 
+/**
+ * Runs the checked calls of one reply. Consecutive delegations run concurrently — they are
+ * independent nested runs, e.g. a principal dispatching several associates at once — while
+ * every other call waits for the one before it, since a later call may read what an earlier
+ * one wrote. Results come back in call order either way.
+ */
+export async function callTools(
+  calls: readonly ToolCallRequest[],
+  args: readonly Record<string, unknown>[],
+  granted: ReadonlyMap<string, ToolPort>,
+): Promise<ToolOutcome[]> {
+  const out: ToolOutcome[] = [];
+  const isDelegate = (k: number) => granted.get(calls[k]!.name)!.source === 'delegate';
+  for (let i = 0; i < calls.length; ) {
+    let j = i + 1;
+    if (isDelegate(i)) while (j < calls.length && isDelegate(j)) j++;
+    const batch = [];
+    for (let k = i; k < j; k++) batch.push(granted.get(calls[k]!.name)!.call(args[k]!, calls[k]!.id));
+    out.push(...(await Promise.all(batch)));
+    i = j;
+  }
+  return out;
+}
+
 export const agentBehavior: FlowBehavior<AgentConfigT> = {
   type: 'flow',
   async run(ctx) {
@@ -250,10 +275,11 @@ export const agentBehavior: FlowBehavior<AgentConfigT> = {
         }
         rounds++;
         messages.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
+        const results = await callTools(reply.toolCalls, checked.args, granted);
         for (let i = 0; i < reply.toolCalls.length; i++) {
           const tc = reply.toolCalls[i]!;
           const port = granted.get(tc.name)!;
-          const res = await port.call(checked.args[i]!, tc.id);
+          const res = results[i]!;
           toolCalls++;
           messages.push({ role: 'tool', content: res.content, toolCallId: tc.id });
           if (port.source === 'handover' && port.edgeId && !res.isError) handovers.push(port.edgeId);
