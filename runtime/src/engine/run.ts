@@ -176,9 +176,15 @@ export class Run {
       if (snap !== undefined && typeof restorable.restore === 'function') restorable.restore(snap);
       this.providers.set(name, p);
     }
-    if (options.signal) {
-      if (options.signal.aborted) queueMicrotask(() => this.cancel('aborted by the host'));
-      else options.signal.addEventListener('abort', () => this.cancel('aborted by the host'), { once: true });
+    const host = options.signal;
+    if (host) {
+      if (host.aborted) queueMicrotask(() => this.cancel('aborted by the host'));
+      else {
+        const onAbort = () => this.cancel('aborted by the host');
+        host.addEventListener('abort', onAbort, { once: true });
+        // A long-lived host signal must not keep finished runs alive.
+        void this.result.then(() => host.removeEventListener('abort', onAbort));
+      }
     }
   }
 
