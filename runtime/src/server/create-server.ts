@@ -118,10 +118,19 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   installJsonParser(app);
   installGuard(app, { token, hosts: () => hosts, origins: () => origins, limiter: new FailureLimiter() });
 
+  // Tools go through the MCP host, which spawns a stdio server only after the local operator
+  // approved that exact command line (`switchboard trust`); REST never approves anything.
+  let tools = options.runs?.tools;
+  if (!tools) {
+    const { createMcpToolHost } = await import('../tools/mcp-host.js');
+    tools = ({ flow }) => createMcpToolHost(flow, { env: env as Record<string, string | undefined> });
+  }
+
   // Run events go to the hub after the log write, so nothing is seen before it is stored.
   let hub!: EventHub;
   const runs = new RunManager({
     ...options.runs,
+    tools,
     store,
     publish: (runId: string, events: RunEvent[]) => hub.publish(runId, events),
     logger: app.log,

@@ -27,6 +27,12 @@ function refuse(reply: FastifyReply, status: number, code: string, message: stri
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 export function installGuard(app: FastifyInstance, cfg: GuardConfig): void {
+  // A refused upgrade leaves a socket that belongs to no HTTP exchange any more: close it, or
+  // a client that keeps it open holds a descriptor (and server.close()) forever.
+  app.addHook('onResponse', async (req) => {
+    if ((req.headers.upgrade ?? '').toLowerCase() === 'websocket' && !req.raw.socket.destroyed)
+      req.raw.socket.destroy();
+  });
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const host = req.headers.host;
     if (typeof host !== 'string' || !cfg.hosts().has(host))
