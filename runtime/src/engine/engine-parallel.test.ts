@@ -22,14 +22,12 @@ describe('parallel dispatch', () => {
         { node: 'joiner', text: 'joined' },
       ],
     );
-    const t0 = Date.now();
     const { events, result } = await collectRun(f, 'go');
-    const wall = Date.now() - t0;
     expect(result).toMatchObject({ status: 'completed', output: 'joined' });
-    expect(wall).toBeLessThan(2000);
     const done = events
       .filter((e) => e.type === 'node.completed' && /^p\d$/.test(e.nodeId!))
       .map((e) => e.nodeId);
+    // Concurrent: the branch started last finished first.
     expect(done).toEqual(['p3', 'p2', 'p1']);
     const merged = events.find((e) => e.type === 'message' && e.nodeId === 'start')!;
     expect((merged as { message: { content: string } }).message.content).toBe(
