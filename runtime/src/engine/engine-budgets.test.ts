@@ -82,7 +82,7 @@ describe('budgets', () => {
     );
     const t0 = Date.now();
     const { result, events } = await collectRun(f, 'x', { budgets: { timeoutMs: 100 } });
-    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(Date.now() - t0).toBeLessThan(15_000); // not the 30 s reply
     expect(result.error?.code).toBe('budget_exceeded');
     expect(events.slice(-2).map((e) => e.type)).toEqual(['budget.exceeded', 'run.failed']);
     expect(events.at(-2)).toMatchObject({ budget: 'time', limit: 100 });
