@@ -11,6 +11,7 @@ import {
   flow,
   MemoryToolHost,
   node,
+  recordingModels,
   trace,
 } from './testing/index.js';
 
@@ -165,5 +166,49 @@ describe('commands', () => {
     await h.result;
     const m = messages(events);
     expect(m[2]).toMatchObject({ role: 'user', author: 'user', content: 'change of plan' });
+  });
+
+  it('a pause requested as a group-chat member finishes holds the LLM manager, which then reads the redirect', async () => {
+    const { factory, requests } = recordingModels();
+    const f = flow(
+      [
+        node('start', 'start'),
+        node('room', 'team', {
+          mode: 'groupChat',
+          speaker: { strategy: 'llm', model: 'default' },
+          termination: { maxTurns: 2 },
+        }),
+        agent('alice', {}, { parent: 'room' }),
+        agent('bob', {}, { parent: 'room' }),
+        node('end', 'end'),
+      ],
+      [edge('start', 'room'), edge('room', 'end')],
+      [
+        { node: 'room', json: { speaker: 'alice', reason: 'first' } },
+        { node: 'room', json: { speaker: 'bob', reason: 'second' } },
+        { fallback: true, text: 'hi' },
+      ],
+    );
+    const events: RunEvent[] = [];
+    const h = runFlow(f, 'go', {
+      models: factory,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'node.completed' && e.nodeId === 'alice') h.send({ type: 'pause' });
+        if (e.type === 'run.paused')
+          setTimeout(() => {
+            h.send({ type: 'inject', text: 'focus on costs' });
+            h.send({ type: 'resume' });
+          }, 5);
+      },
+    });
+    expect((await h.result).status).toBe('completed');
+    assertEventsValid(events);
+    const paused = events.findIndex((e) => e.type === 'run.paused');
+    expect(paused).toBeGreaterThan(
+      events.findIndex((e) => e.type === 'node.completed' && e.nodeId === 'alice'),
+    );
+    const managed = requests.filter((r) => r.nodeId === 'room');
+    expect(managed[1]!.messages.at(-1)!.content).toBe('[user] focus on costs');
   });
 });

@@ -1406,6 +1406,10 @@ export class Run {
       cur.at = speaker.decider;
       return;
     }
+    // A pause (and a redirect injected during it) lands before the manager reads the transcript,
+    // so the next speaker is chosen with whatever the user said while the run was paused.
+    const g = this.gate(cx);
+    if (g) await g;
     const tc = new TeamCtx(this, cx, team, cur, scope);
     // An LLM manager's call is a turn of the team node, so its token usage is reported like any other.
     const llm = speaker?.strategy === 'llm';
