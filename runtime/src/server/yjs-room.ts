@@ -163,7 +163,10 @@ export class YjsRooms {
       switch (type) {
         case MESSAGE_SYNC:
           encoding.writeVarUint(enc, MESSAGE_SYNC);
-          syncProtocol.readSyncMessage(dec, enc, room.doc, ws);
+          syncProtocol.readSyncMessage(dec, enc, room.doc, ws, () => {
+            // y-protocols would only log a bad update; the sender is broken or hostile.
+            ws.close(4400, 'malformed Yjs update');
+          });
           // Only a reply to sync step 1 has content beyond the message type.
           if (encoding.length(enc) > 1) send(ws, encoding.toUint8Array(enc));
           break;
