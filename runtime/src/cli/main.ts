@@ -4,6 +4,7 @@
  * inside their actions so that `switchboard validate` starts fast.
  */
 import { Command, CommanderError } from 'commander';
+import { registerMcp } from './commands/mcp.js';
 import { registerMcpBuiltin } from './commands/mcp-builtin.js';
 import { registerResume } from './commands/resume.js';
 import { registerRun } from './commands/run.js';
@@ -19,6 +20,7 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerRun,
   registerTrust,
   registerMcpBuiltin,
+  registerMcp,
 ];
 
 export { EXIT };

@@ -1,0 +1,240 @@
+/**
+ * A flow served as an MCP server (`switchboard mcp FLOW`): one tool whose name, description and
+ * input schema come from the flow's start node (default input `{ input: string }`). A call runs
+ * the flow; run events become `notifications/progress` while it runs (when the client asked for
+ * progress), the final answer is the result, and a client's cancellation cancels the run.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer, type Server as HttpServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { checkAgainstSchema, type Flow, type RunEvent } from '@switchboard/schemas';
+import type { RunFlow, RunOptions } from '../engine/types.js';
+import { sanitizeName } from '../tools/names.js';
+
+export const DEFAULT_INPUT_SCHEMA = {
+  type: 'object',
+  properties: { input: { type: 'string', description: 'The task or question for the flow.' } },
+  required: ['input'],
+} as const;
+
+export interface FlowToolInfo {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  /** True when the schema is the default `{ input }` and the run gets the string itself. */
+  plainInput: boolean;
+}
+
+/** The one tool a flow is served as, from its start node's description and input schema. */
+export function flowToolInfo(flow: Flow): FlowToolInfo {
+  const start = flow.nodes.find((n) => n.kind === 'start');
+  const cfg = (start?.config ?? {}) as { description?: unknown; inputSchema?: unknown };
+  const schema =
+    cfg.inputSchema && typeof cfg.inputSchema === 'object' && !Array.isArray(cfg.inputSchema)
+      ? (cfg.inputSchema as Record<string, unknown>)
+      : undefined;
+  return {
+    name: sanitizeName(flow.id).slice(0, 64),
+    description:
+      (typeof cfg.description === 'string' && cfg.description) ||
+      flow.description ||
+      `Runs the flow "${flow.name}".`,
+    inputSchema: schema ? { type: 'object', ...schema } : { ...DEFAULT_INPUT_SCHEMA },
+    plainInput: !schema,
+  };
+}
+
+/** One short line per run event worth showing as progress. */
+export function progressLine(e: RunEvent): string | undefined {
+  const on = e.nodeId ? ` ${e.nodeId}` : '';
+  switch (e.type) {
+    case 'run.started':
+    case 'node.started':
+    case 'node.completed':
+    case 'turn.started':
+    case 'handover':
+    case 'decision':
+      return `${e.type}${on}`;
+    case 'tool.called':
+      return `tool.called${on}: ${e.tool}`;
+    case 'node.failed':
+      return `node.failed${on}: ${e.error.message}`;
+    default:
+      return undefined;
+  }
+}
+
+export interface FlowServerOptions {
+  runFlow: RunFlow;
+  /** Options of every run (models, tools factory result, baseDir…); signal and onEvent are set per call. */
+  runOptions: () => RunOptions;
+  /** Called when a run ended, to release what it held (the tool host). */
+  afterRun?: (runId: string) => Promise<void>;
+}
+
+/** A low-level MCP server (the flow's schema is JSON Schema, not zod) exposing the flow's tool. */
+export function createFlowMcpServer(flow: Flow, o: FlowServerOptions): Server {
+  const info = flowToolInfo(flow);
+  const server = new Server(
+    { name: `switchboard-${info.name}`, version: '0.1.0' },
+    { capabilities: { tools: {} } },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [
+      { name: info.name, description: info.description, inputSchema: info.inputSchema as { type: 'object' } },
+    ],
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+    if (req.params.name !== info.name)
+      return {
+        content: [{ type: 'text', text: `unknown tool ${req.params.name}; this server has ${info.name}` }],
+        isError: true,
+      };
+    const args = (req.params.arguments ?? {}) as Record<string, unknown>;
+    const check = checkAgainstSchema(info.inputSchema, args);
+    if (!check.valid)
+      return {
+        content: [{ type: 'text', text: `invalid arguments: ${check.errors.join('; ')}` }],
+        isError: true,
+      };
+    const input = info.plainInput ? String(args.input ?? '') : args;
+    const token = req.params._meta?.progressToken;
+    let step = 0;
+    const base = o.runOptions();
+    const handle = o.runFlow(flow, input, {
+      ...base,
+      signal: base.signal ? AbortSignal.any([base.signal, extra.signal]) : extra.signal,
+      onEvent: (e) => {
+        base.onEvent?.(e);
+        if (token === undefined || e.parentRunId) return;
+        const line = progressLine(e);
+        if (!line) return;
+        step++;
+        void extra
+          .sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken: token, progress: step, message: line },
+          })
+          .catch(() => {});
+      },
+    });
+    try {
+      const result = await handle.result;
+      if (result.status === 'completed') {
+        const out = result.output;
+        return {
+          content: [{ type: 'text', text: typeof out === 'string' ? out : JSON.stringify(out, null, 2) }],
+          ...(out && typeof out === 'object' && !Array.isArray(out)
+            ? { structuredContent: out as Record<string, unknown> }
+            : {}),
+        };
+      }
+      return {
+        content: [
+          {
+            type: 'text',
+            text: `run ${result.status}${result.error ? `: ${result.error.code}: ${result.error.message}` : ''}`,
+          },
+        ],
+        isError: true,
+      };
+    } finally {
+      await o.afterRun?.(handle.runId).catch(() => {});
+    }
+  });
+  return server;
+}
+
+const MAX_BODY = 4 * 1024 * 1024;
+
+async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > MAX_BODY) throw Object.assign(new Error('request body too large'), { status: 413 });
+    chunks.push(c as Buffer);
+  }
+  if (size === 0) return undefined;
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw Object.assign(new Error('request body is not JSON'), { status: 400 });
+  }
+}
+
+export interface FlowHttpServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the flow over streamable HTTP on 127.0.0.1 only, with the SDK's DNS-rebinding
+ * protection on (Host must be 127.0.0.1:PORT or localhost:PORT). One MCP session per client.
+ */
+export async function serveFlowHttp(flow: Flow, o: FlowServerOptions, port: number): Promise<FlowHttpServer> {
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  let httpServer: HttpServer;
+  let actualPort = port;
+  const hosts = () => [`127.0.0.1:${actualPort}`, `localhost:${actualPort}`];
+  const fail = (res: import('node:http').ServerResponse, status: number, message: string) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+  };
+  httpServer = createHttpServer(async (req, res) => {
+    try {
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== '/mcp') return fail(res, 404, 'not found: the MCP endpoint is /mcp');
+      const body = req.method === 'POST' ? await readJsonBody(req) : undefined;
+      const sid = req.headers['mcp-session-id'];
+      let transport = typeof sid === 'string' ? sessions.get(sid) : undefined;
+      if (!transport) {
+        if (typeof sid === 'string') return fail(res, 404, 'unknown session');
+        if (req.method !== 'POST' || !isInitializeRequest(body))
+          return fail(res, 400, 'no session: initialize first');
+        const t = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          enableDnsRebindingProtection: true,
+          allowedHosts: hosts(),
+          onsessioninitialized: (id) => {
+            sessions.set(id, t);
+          },
+        });
+        t.onclose = () => {
+          if (t.sessionId) sessions.delete(t.sessionId);
+        };
+        await createFlowMcpServer(flow, o).connect(t);
+        transport = t;
+      }
+      await transport.handleRequest(req, res, body);
+    } catch (e) {
+      if (!res.headersSent) fail(res, (e as { status?: number }).status ?? 500, (e as Error).message);
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(port, '127.0.0.1', () => resolve());
+  });
+  actualPort = (httpServer.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${actualPort}/mcp`,
+    port: actualPort,
+    close: async () => {
+      await Promise.all([...sessions.values()].map((t) => t.close().catch(() => {})));
+      sessions.clear();
+      await new Promise<void>((r) => {
+        httpServer.close(() => r());
+        httpServer.closeAllConnections();
+      });
+    },
+  };
+}
