@@ -157,7 +157,7 @@ describe('RoboCo document writer', () => {
       );
       // The documents server's tools went over the wire as OpenAI function tools.
       const planner = fake.requests.find((r) =>
-        r.body.tools?.some((t) => t.function.name === 'docs__update_document_outline'),
+        r.body?.tools?.some((t) => t.function.name === 'docs__update_document_outline'),
       );
       expect(planner).toBeDefined();
       checkToolsWithinGrants(run.events);
