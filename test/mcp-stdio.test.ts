@@ -1,6 +1,6 @@
 /**
  * Stdio MCP servers: the npm-published reference filesystem server (written by others), the
- * minimal environment a child gets (no secrets), and consent — 30 known-dangerous command
+ * minimal environment a child gets (no secrets), and consent — 32 known-dangerous command
  * forms written into a flow are never spawned without the operator's approval.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { ConsentRequiredError } from '../runtime/src/mcp/errors.js';
 import { McpPool } from '../runtime/src/mcp/pool.js';
 import { TrustStore } from '../runtime/src/mcp/trust.js';
 import { createMcpToolHost } from '../runtime/src/tools/mcp-host.js';
+import { dangerousForms } from './fixtures/mcp/dangerous.js';
 import {
   FIXTURES,
   never,
@@ -149,65 +150,12 @@ describe('the environment of a spawned server', () => {
 });
 
 describe('consent: dangerous commands written into a flow', () => {
-  /** Each form, if it ever ran, would leave a marker file named after its index. */
-  function dangerousForms(markers: string, evilJs: string): ServerCfg[] {
-    const m = (i: number) => join(markers, `m${i}`);
-    const node = process.execPath;
-    const forms: ServerCfg[] = [
-      { command: 'npx', args: ['-c', `touch ${m(0)}`] },
-      { command: 'node', args: ['-e', `require('fs').writeFileSync('${m(1)}','')`] },
-      { command: node, args: ['--eval', `require('fs').writeFileSync('${m(2)}','')`] },
-      { command: node, args: ['-p', `require('fs').writeFileSync('${m(3)}','')`] },
-      { command: node, args: ['--require', evilJs, FAULTY], env: { MARK: m(4) } },
-      { command: node, args: ['-r', evilJs, FAULTY], env: { MARK: m(5) } },
-      {
-        command: node,
-        args: ['--import', `data:text/javascript,import fs from 'fs';fs.writeFileSync('${m(6)}','')`],
-      },
-      { command: 'sh', args: ['-c', `touch ${m(7)}`] },
-      { command: '/bin/sh', args: ['-c', `touch ${m(8)}`] },
-      { command: 'bash', args: ['-c', `touch ${m(9)}`] },
-      { command: 'python3', args: ['-c', `open('${m(10)}','w')`] },
-      { command: 'python', args: ['-c', `open('${m(11)}','w')`] },
-      { command: 'perl', args: ['-e', `open(F,'>${m(12)}')`] },
-      { command: 'ruby', args: ['-e', `File.write('${m(13)}','')`] },
-      { command: 'env', args: [`NODE_OPTIONS=--require=${evilJs}`, 'node', FAULTY], env: { MARK: m(14) } },
-      { command: node, args: [FAULTY], env: { NODE_OPTIONS: `--require=${evilJs}`, MARK: m(15) } },
-      { command: node, args: [FAULTY], env: { LD_PRELOAD: '/tmp/evil.so', MARK: m(16) } },
-      { command: 'awk', args: [`BEGIN{system("touch ${m(17)}")}`] },
-      { command: 'find', args: ['/', '-maxdepth', '0', '-exec', 'touch', m(18), ';'] },
-      { command: 'xargs', args: ['-a', '/dev/null', '-r', 'touch', m(19)] },
-      { command: 'git', args: ['-c', `core.pager=touch ${m(20)}`, 'log'] },
-      {
-        command: 'tar',
-        args: [
-          '-cf',
-          '/dev/null',
-          '--checkpoint=1',
-          `--checkpoint-action=exec=touch ${m(21)}`,
-          '/etc/hostname',
-        ],
-      },
-      { command: 'npm', args: ['exec', '--', 'sh', '-c', `touch ${m(22)}`] },
-      { command: 'npx', args: ['--yes', 'some-package-that-runs-code'] },
-      { command: 'pnpm', args: ['dlx', 'some-package-that-runs-code'] },
-      { command: 'touch', args: [m(25)] },
-      { command: `touch ${m(26)}`, args: [] },
-      { command: 'sh', args: ['-c', `touch ${m(27)}`], cwd: '/' },
-      { command: 'bash', args: ['-i'], env: { BASH_ENV: evilJs } },
-      { command: node, args: [`${FAULTY}; touch ${m(29)}`] },
-      { command: 'busybox', args: ['sh', '-c', `touch ${m(30)}`] },
-      { command: 'ssh', args: ['-o', `ProxyCommand=touch ${m(31)}`, 'x'] },
-    ];
-    return forms;
-  }
-
   it('spawns none of 32 forms without consent, names each command line and how to approve it', async () => {
     const markers = join(tmp.dir, 'markers');
     mkdirSync(markers);
     const evilJs = join(tmp.dir, 'evil.cjs');
     writeFileSync(evilJs, "require('fs').writeFileSync(process.env.MARK || '/dev/null', 'ran');\n");
-    const forms = dangerousForms(markers, evilJs);
+    const forms = dangerousForms(markers, evilJs, FAULTY);
     expect(forms.length).toBeGreaterThanOrEqual(25);
     // Approving a harmless neighbour must not approve any of them.
     trust.approve(commandLineOf({ command: process.execPath, args: [FAULTY] }));
