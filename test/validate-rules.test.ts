@@ -338,6 +338,50 @@ describe('validator rules', () => {
     expect(validate(fsm).errors).toEqual([]);
   });
 
+  it('checks that an approval gate marks its branches "approve" or "reject"', () => {
+    const gate = (branches: string[]) =>
+      flowWith(
+        [node('boss', 'human', { mode: 'approve', question: 'Ship it?' }), agent('fix')],
+        branches.map((b, k) => handover(`b${k}`, 'boss', k === 0 ? 'end' : 'fix', { branch: b })),
+        'boss',
+        'fix',
+      );
+    expect(validate(gate(['approve', 'reject'])).errors).toEqual([]);
+    expect(validate(gate(['approve'])).errors).toEqual([]);
+    const odd = validate(gate(['approve', 'maybe']));
+    expect(odd.errors).toEqual([
+      expect.objectContaining({ code: 'bad-route', path: '/edges/2/config/branch', edgeId: 'b1' }),
+    ]);
+    expect(odd.errors[0]!.message).toContain(
+      '"maybe": the branches of an approval gate are "approve" and "reject"',
+    );
+  });
+
+  it('needs a "default" model where a node names none', () => {
+    const f = flowWith(
+      [
+        node('d', 'decider', { strategy: 'llm' }),
+        node('sum', 'observer', { type: 'summarizer', every: 3 }),
+        team('chat', { mode: 'groupChat', speaker: { strategy: 'llm' } }),
+        agent('a', 'chat', { model: 'main' }),
+        agent('b', undefined, { model: 'main' }),
+      ],
+      [handover('d-chat', 'd', 'chat'), handover('chat-b', 'chat', 'b'), edge('o', 'observe', 'sum', 'b')],
+      'd',
+      'b',
+    );
+    f.models = { main: { provider: 'scripted' } };
+    f.nodes = f.nodes.filter((n) => n.id !== 'writer');
+    const r = validate(f);
+    expect(r.errors.map((p) => [p.code, p.path, p.nodeId])).toEqual([
+      ['unknown-model', '/nodes/1/config', 'd'],
+      ['unknown-model', '/nodes/2/config', 'sum'],
+      ['unknown-model', '/nodes/3/config/speaker', 'chat'],
+    ]);
+    f.models.default = { provider: 'scripted' };
+    expect(validate(f).errors).toEqual([]);
+  });
+
   it('explains config errors in plain words, with a suggestion for typos', () => {
     const f = baseFlow();
     f.nodes[1]!.config = {

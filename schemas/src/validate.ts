@@ -449,6 +449,41 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
       }
   });
 
+  // An approval gate routes its verdict along the edges marked "approve" and "reject"; any other
+  // mark is never taken. (A gate with only an "approve" edge is allowed: a rejection ends the run.)
+  flow.nodes.forEach((n, i) => {
+    if (infos[i]?.role !== 'human' || n.config.mode !== 'approve') return;
+    const outs = handoverOut.get(n.id) ?? [];
+    const marked = outs.filter((o) => o.edge.config?.branch !== undefined);
+    for (const o of marked) {
+      const b = o.edge.config!.branch;
+      if (b !== 'approve' && b !== 'reject')
+        c.error(
+          problem(
+            'bad-route',
+            `/edges/${edgeIndex.get(o.edge.id)}/config/branch`,
+            `${quote(b)}: the branches of an approval gate are "approve" and "reject"`,
+            { edgeId: o.edge.id },
+          ),
+        );
+    }
+  });
+
+  // Nodes that name no model use "default", which must then exist.
+  if (!Object.hasOwn(flow.models, 'default'))
+    flow.nodes.forEach((n, i) => {
+      const slot = implicitModelSlot(infos[i], n.config);
+      if (slot !== undefined)
+        c.error(
+          problem(
+            'unknown-model',
+            `/nodes/${i}/config${slot}`,
+            `no model is named here, so "default" is used, and models are ${names(flow.models)}`,
+            nodeIds(n.id),
+          ),
+        );
+    });
+
   // Teams: members, an entry, and the deciders they name.
   flow.nodes.forEach((n, i) => {
     if (infos[i]?.role !== 'team') return;
@@ -587,6 +622,23 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
         nodeIds(ids[0]!),
       ),
     );
+  }
+}
+
+/** Where a node would name its model when it uses one without naming it (the runtime then uses "default"). */
+function implicitModelSlot(info: KindInfo | undefined, config: Record<string, unknown>): string | undefined {
+  const speaker = config.speaker as { strategy?: unknown; model?: unknown } | undefined;
+  switch (info?.role) {
+    case 'decider':
+      return config.strategy === 'llm' && config.model === undefined ? '' : undefined;
+    case 'observer':
+      return config.type === 'summarizer' && config.model === undefined ? '' : undefined;
+    case 'team':
+      return config.mode === 'groupChat' && speaker?.strategy === 'llm' && speaker.model === undefined
+        ? '/speaker'
+        : undefined;
+    default:
+      return undefined;
   }
 }
 
