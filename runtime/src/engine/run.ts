@@ -120,6 +120,8 @@ export class Run {
   private readonly top: Ctx;
   private root: Cursor;
   private readonly toolCache = new Map<string, Promise<ToolPort[]>>();
+  private readonly candidateCache = new Map<string, Candidate[]>();
+  private readonly stateViews = new WeakMap<RunData, StateView>();
   private nestedCount = 0;
   readonly registry: KindRegistry;
   readonly clock: { now(): number };
@@ -889,7 +891,15 @@ export class Run {
       const team = this.graph.nodes.get(scope.team)!;
       if (team.config.decider === node.id) edges = this.graph.nodes.get(scope.state)?.out ?? [];
     }
-    return edges.map((e) => this.candidate(e));
+    // Candidates depend only on the edges, so each node's list is built once per run.
+    const owner = edges === node.out ? node : this.graph.nodes.get(edges[0]?.source ?? '');
+    if (!owner) return [];
+    let list = this.candidateCache.get(owner.id);
+    if (!list) {
+      list = edges.map((e) => this.candidate(e));
+      this.candidateCache.set(owner.id, list);
+    }
+    return list;
   }
 
   private candidate(e: GEdge): Candidate {
@@ -1308,6 +1318,15 @@ export class Run {
     }
   }
 
+  stateViewOf(d: RunData): StateView {
+    let v = this.stateViews.get(d);
+    if (!v) {
+      v = new StateView(d);
+      this.stateViews.set(d, v);
+    }
+    return v;
+  }
+
   summaryFor(cx: Ctx, node: GNode): Summary | undefined {
     for (const id of node.observers) {
       const s = cx.data.summaries[id];
@@ -1515,7 +1534,6 @@ export class NodeCtx implements NodeContext {
   readonly clock: { now(): number };
   readonly tracksRate: boolean;
   readonly offerHandoverTools: boolean;
-  private stateView: StateView | undefined;
 
   constructor(
     readonly engine: Run,
@@ -1527,7 +1545,7 @@ export class NodeCtx implements NodeContext {
     this.inboxTaken = cx.data.inbox[node.id] ?? [];
     this.signal = engine.signal;
     this.clock = engine.clock;
-    this.state = this.stateView = new StateView(cx.data);
+    this.state = engine.stateViewOf(cx.data);
     this.tracksRate = node.observers.length > 0;
     const scope = cur.scopes[cur.scopes.length - 1]!;
     this.offerHandoverTools =
@@ -1554,10 +1572,8 @@ export class NodeCtx implements NodeContext {
       },
     };
   }
-  resetTurn(): void {
-    // Usage of failed attempts still counts; only the per-turn tool cache is kept.
-    this.stateView ??= new StateView(this.cx.data);
-  }
+  /** Before a retried attempt: usage of the failed attempt still counts, extra inbox items stay. */
+  resetTurn(): void {}
 
   // RunView
   get runId(): string {
