@@ -2,12 +2,11 @@
  * Browser test harness: serves the production build of the editor (editor/dist) from a tiny
  * static server on 127.0.0.1 and drives Debian's Chromium through playwright-core.
  */
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { extname, join, normalize, sep } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { serveStatic } from '../../editor/bench/static.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DIST = join(ROOT, 'editor', 'dist');
@@ -23,16 +22,6 @@ export const CHROMIUM_ARGS = [
   '--no-first-run',
 ];
 
-const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json',
-  '.map': 'application/json',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-};
-
 /** Fails with the command to run when the editor has not been built. */
 export function requireBuild(): void {
   if (!existsSync(join(DIST, 'index.html')))
@@ -41,34 +30,7 @@ export function requireBuild(): void {
     );
 }
 
-/** Serves `dir` on 127.0.0.1 on a free port; unknown paths get index.html (the app routes). */
-export async function serveStatic(dir: string = DIST): Promise<{ url: string; close(): Promise<void> }> {
-  const root = normalize(dir + sep);
-  const server: Server = createServer((req, res) => {
-    const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
-    let file = normalize(join(root, path));
-    if (!file.startsWith(root)) {
-      res.writeHead(403).end();
-      return;
-    }
-    if (!existsSync(file) || statSync(file).isDirectory()) file = join(root, 'index.html');
-    res.writeHead(200, {
-      'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
-      'cache-control': 'no-store',
-    });
-    res.end(readFileSync(file));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+export { serveStatic };
 
 export async function launch(): Promise<Browser> {
   if (!existsSync(CHROMIUM))

@@ -94,6 +94,7 @@ export function fieldsOf(s: JsonSchema): Array<{ key: string; schema: JsonSchema
 /** A starting value for a new field or list item of this schema. */
 export function initialValue(s: JsonSchema): unknown {
   if (s.default !== undefined) return structuredClone(s.default);
+  if (s.const !== undefined) return s.const;
   const options = isLiteralUnion(s);
   if (options) return options[0];
   const variant = discriminated(s);
@@ -114,7 +115,6 @@ export function initialValue(s: JsonSchema): unknown {
       return out;
     }
     default:
-      if (s.const !== undefined) return s.const;
       return {};
   }
 }

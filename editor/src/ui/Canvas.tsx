@@ -11,7 +11,7 @@ import {
   useConnection,
   useReactFlow,
 } from '@xyflow/react';
-import { type DragEvent, useCallback, useSyncExternalStore } from 'react';
+import { type DragEvent, useCallback, useRef, useSyncExternalStore } from 'react';
 import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { useEditor } from './context.js';
 import { edgeTypes } from './edges.js';
@@ -48,6 +48,15 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
   const { store, toast } = useEditor();
   const rf = useReactFlow<SbNode, SbEdge>();
   const { nodes, edges } = useSyncExternalStore(store.subscribe, store.getSnapshot);
+  const box = useRef<HTMLDivElement>(null);
+  // Rendering aids that touch no React state: while the view moves, the viewport is its own
+  // compositor layer (panning moves pixels instead of repainting every node); zoomed far out,
+  // handles and detail lines are hidden (they are too small to use and cost paint per node).
+  const onMoveStart = useCallback(() => box.current?.classList.add('sb-moving'), []);
+  const onMoveEnd = useCallback((_e: unknown, vp: { zoom: number }) => {
+    box.current?.classList.remove('sb-moving');
+    box.current?.classList.toggle('sb-far', vp.zoom < 0.45);
+  }, []);
 
   const onDrop = useCallback(
     (e: DragEvent) => {
@@ -78,7 +87,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
   );
 
   return (
-    <div className="sb-canvas" data-testid="canvas">
+    <div className="sb-canvas" data-testid="canvas" ref={box}>
       <ReactFlow<SbNode, SbEdge>
         nodes={nodes}
         edges={edges}
@@ -92,6 +101,9 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
         }}
         isValidConnection={(c) => store.judge(c.source, c.sourceHandle, c.target, c.targetHandle).ok}
         onConnectEnd={onConnectEnd}
+        onMoveStart={onMoveStart}
+        onMoveEnd={onMoveEnd}
+        onInit={(inst) => onMoveEnd(null, inst.getViewport())}
         onDragOver={(e) => e.preventDefault()}
         onDrop={onDrop}
         onNodeDragStop={(_e, _n, dragged) => store.commitDrag(dragged.map((d) => d.id))}
