@@ -87,6 +87,7 @@ function isFailed(o: Outcome | Failed): o is Failed {
 }
 
 const NO_TOOLS: Promise<ToolPort[]> = Promise.resolve([]);
+const NO_ITEMS: readonly InboxItem[] = [];
 
 function emptyUsage() {
   return { turns: 0, promptTokens: 0, completionTokens: 0 };
@@ -121,6 +122,7 @@ export class Run {
   private root: Cursor;
   private readonly toolCache = new Map<string, Promise<ToolPort[]>>();
   private readonly candidateCache = new Map<string, Candidate[]>();
+  private readonly onEvent: ((e: RunEvent) => void) | undefined;
   private readonly stateViews = new WeakMap<RunData, StateView>();
   private nestedCount = 0;
   readonly registry: KindRegistry;
@@ -133,6 +135,7 @@ export class Run {
     readonly queue: EventQueue,
   ) {
     this.registry = options.registry ?? defaultRegistry;
+    this.onEvent = options.onEvent;
     // Every call in flight listens on the run's signal; parallel branches legitimately add many.
     setMaxListeners(0, this.abort.signal);
     this.graph = compileFlow(flow, this.registry);
@@ -218,8 +221,8 @@ export class Run {
       e.parentCallId = cx.parentCallId;
     }
     const ev = e as unknown as RunEvent;
-    this.options.onEvent?.(ev);
-    this.queue.push(ev);
+    if (this.onEvent !== undefined) this.onEvent(ev);
+    if (this.queue.active) this.queue.push(ev);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1542,7 +1545,7 @@ export class NodeCtx implements NodeContext {
     readonly candidates: Candidate[],
     cur: Cursor,
   ) {
-    this.inboxTaken = cx.data.inbox[node.id] ?? [];
+    this.inboxTaken = cx.data.inbox[node.id] ?? NO_ITEMS;
     this.signal = engine.signal;
     this.clock = engine.clock;
     this.state = engine.stateViewOf(cx.data);
@@ -1589,8 +1592,8 @@ export class NodeCtx implements NodeContext {
     return this.cx.data.transcript;
   }
   get counters(): Counters {
-    const c = this.cx.data.counters;
-    return { turns: c.turns, steps: c.steps, tokens: c.tokens, failures: c.failures };
+    // The live counters, read-only by contract (behaviours get no copy to allocate per step).
+    return this.cx.data.counters;
   }
   get mic(): string | undefined {
     return this.cx.data.mic;

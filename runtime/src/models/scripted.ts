@@ -22,7 +22,7 @@
  *   "usage": { "promptTokens": 10, "completionTokens": 5 }, // default: a rough count of the text
  *   "finishReason": "stop",      // default "tool_calls" when there are tool calls, else "stop"
  *   "latencyMs": 50,             // overrides the model's latencyMs for this reply
- *   "deltas": ["Here ", "is…"],  // optional streamed pieces (default: the text in one piece)
+ *   "deltas": ["Here ", "is…"],  // optional streamed pieces (model.delta events); default: none
  *   "error": { "code": "server_error", "message": "boom" }, // fail this call with a ModelError
  *   "repeat": 3,                 // serve this entry this many times (true: forever) before moving on
  *   "fallback": true             // never consumed: used when nothing else matches
@@ -120,12 +120,20 @@ export class ScriptedProvider implements ModelProvider {
   private calls = 0;
   /** Index of the first entry not yet fully served, per node key ('' = entries without node). */
   private cursor = new Map<string, number>();
+  /** Nodes named by consumable entries, and the first fallback per node ('' = any node). */
+  private readonly nodes = new Set<string>();
+  private readonly fallbacks = new Map<string, number>();
 
   constructor(
     private readonly entries: ScriptEntry[],
     private readonly options: { latencyMs?: number; name?: string; model?: string } = {},
   ) {
     this.served = new Array<number>(entries.length).fill(0);
+    entries.forEach((e, i) => {
+      if (e.fallback) {
+        if (!this.fallbacks.has(e.node ?? '')) this.fallbacks.set(e.node ?? '', i);
+      } else if (e.node !== undefined) this.nodes.add(e.node);
+    });
   }
 
   snapshot(): ScriptedSnapshot {
@@ -147,23 +155,27 @@ export class ScriptedProvider implements ModelProvider {
     return this.served[i]! < times;
   }
 
-  private pick(nodeId: string): number {
-    // Scan from a remembered cursor per key so that long scripts stay O(1) amortised per call.
-    for (const key of [nodeId, '']) {
-      let i = this.cursor.get(key) ?? 0;
-      for (; i < this.entries.length; i++) {
-        const e = this.entries[i]!;
-        if ((e.node ?? '') !== key) continue;
-        if (this.available(i)) break;
-      }
-      this.cursor.set(key, i);
-      if (i < this.entries.length) return i;
+  /** First available entry for a key ('' = entries without node), scanning from a remembered cursor. */
+  private next(key: string): number {
+    let i = this.cursor.get(key) ?? 0;
+    for (; i < this.entries.length; i++) {
+      const e = this.entries[i]!;
+      if ((e.node ?? '') !== key) continue;
+      if (this.available(i)) break;
     }
-    for (const key of [nodeId, undefined]) {
-      const i = this.entries.findIndex((e) => e.fallback && e.node === key);
+    this.cursor.set(key, i);
+    return i < this.entries.length ? i : -1;
+  }
+
+  private pick(nodeId: string): number {
+    // Long scripts stay O(1) amortised per call; nodes the script never names cost no scan.
+    if (this.nodes.has(nodeId)) {
+      const i = this.next(nodeId);
       if (i >= 0) return i;
     }
-    return -1;
+    const i = this.next('');
+    if (i >= 0) return i;
+    return this.fallbacks.get(nodeId) ?? this.fallbacks.get('') ?? -1;
   }
 
   complete(request: ModelRequest): Promise<ModelResponse> {
@@ -220,10 +232,8 @@ export class ScriptedProvider implements ModelProvider {
       name: tc.name,
       arguments: tc.arguments ?? JSON.stringify(tc.args ?? {}),
     }));
-    if (request.onDelta && text.length > 0) {
-      if (entry.deltas) for (const d of entry.deltas) request.onDelta(d);
-      else request.onDelta(text);
-    }
+    // Streaming is simulated only when the script gives pieces; a plain reply arrives whole.
+    if (request.onDelta && entry.deltas) for (const d of entry.deltas) request.onDelta(d);
     return {
       text,
       toolCalls,

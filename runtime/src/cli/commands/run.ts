@@ -116,9 +116,9 @@ function prettyPrinter(ctx: CliContext): (e: RunEvent) => void {
         }
         break;
       case 'model.completed':
-        if (!ctx.isTTY && e.text)
-          line(`  ${e.nodeId}: ${e.text.length > 300 ? `${e.text.slice(0, 300)}…` : e.text}`);
-        else if (streaming) line('');
+        // Text that was streamed is already on screen; otherwise it is printed whole.
+        if (streaming) line('');
+        else if (e.text) line(`  ${e.nodeId}: ${e.text.length > 300 ? `${e.text.slice(0, 300)}…` : e.text}`);
         break;
       case 'tool.called':
         line(`  ⚒ ${e.tool}(${JSON.stringify(e.args).slice(0, 200)})`);
