@@ -7,7 +7,14 @@ describe('engine: chains', () => {
     const f = flow(
       [node('start', 'start'), agent('writer'), node('end', 'end')],
       [edge('start', 'writer'), edge('writer', 'end')],
-      [{ node: 'writer', text: 'the draft', usage: { promptTokens: 7, completionTokens: 3 } }],
+      [
+        {
+          node: 'writer',
+          text: 'the draft',
+          deltas: ['the ', 'draft'],
+          usage: { promptTokens: 7, completionTokens: 3 },
+        },
+      ],
     );
     const { events, result } = await collectRun(f, 'write it');
     expect(result).toMatchObject({ status: 'completed', output: 'the draft' });
@@ -19,6 +26,7 @@ describe('engine: chains', () => {
       'handover@start',
       'node.started@writer',
       'turn.started@writer',
+      'model.delta@writer',
       'model.delta@writer',
       'model.completed@writer',
       'message@writer',
