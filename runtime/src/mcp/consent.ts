@@ -13,6 +13,7 @@ import {
   formatCommandLine,
   riskyEnvKeys,
 } from './command-line.js';
+import { ConsentRequiredError } from './errors.js';
 import { canonicalJson } from './pins.js';
 import { TrustStore } from './trust.js';
 
@@ -184,4 +185,25 @@ export async function ensureConsent(flow: Flow, options: EnsureConsentOptions): 
       .join(' --trust ')}.`,
   ].join('\n');
   return { ok: false, approvedNow, missing, message };
+}
+
+/**
+ * For code that spawns a command a flow names (stdio MCP servers here, ACP agent backends in
+ * `acp/`): throws `ConsentRequiredError` — naming the exact command line and how to approve it —
+ * unless the operator approved it. Call it right before spawning, every time.
+ */
+export function requireCommandConsent(
+  cfg: { command: string; args?: string[]; env?: Record<string, string>; cwd?: string },
+  where: string,
+  options: { trust?: TrustStore; flowRef?: string } = {},
+): CommandLine {
+  const cl = commandLineOf(cfg);
+  if (!(options.trust ?? new TrustStore()).isApproved(cl))
+    throw new ConsentRequiredError(
+      where,
+      formatCommandLine(cl),
+      fingerprintOf(cl),
+      options.flowRef ?? 'FLOW',
+    );
+  return cl;
 }
