@@ -292,6 +292,7 @@ async function alternateCase() {
       last: Annotation(),
       author: Annotation(),
       turns: Annotation({ reducer: (a, b) => a + b, default: () => 0 }),
+      limit: Annotation(),
       transcript: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
     });
     const agentFn = (id) => async (s) => {
@@ -311,12 +312,12 @@ async function alternateCase() {
       .addNode('a', agentFn('a'))
       .addNode('b', agentFn('b'))
       .addEdge(START, 'a')
-      .addConditionalEdges('a', (s) => (s.turns >= turns ? END : 'b'))
-      .addConditionalEdges('b', (s) => (s.turns >= turns ? END : 'a'))
+      .addConditionalEdges('a', (s) => (s.turns >= s.limit ? END : 'b'))
+      .addConditionalEdges('b', (s) => (s.turns >= s.limit ? END : 'a'))
       .compile();
     const small = Math.min(turns, 2000);
     for await (const c of await app.stream(
-      { last: 'warm' },
+      { last: 'warm', limit: small },
       { streamMode: 'updates', recursionLimit: small * 2 + 10 },
     ))
       listener({ seq: 1, c });
@@ -326,7 +327,7 @@ async function alternateCase() {
     const t0 = performance.now();
     let count = 0;
     for await (const c of await app.stream(
-      { last: 'go' },
+      { last: 'go', limit: turns },
       { streamMode: 'updates', recursionLimit: turns + 10 },
     )) {
       listener({ seq: 1, c });
