@@ -44,7 +44,13 @@ const ctx = (runId: string): ToolHostContext => ({
   runId,
   dataDir: join(dir, runId),
   signal: new AbortController().signal,
-  state: { get: (k) => state[k], set: (k, v) => void (state[k] = v), snapshot: () => ({ ...state }) },
+  state: {
+    get: (k) => state[k],
+    set: (k, v) => {
+      state[k] = v;
+    },
+    snapshot: () => ({ ...state }),
+  },
 });
 const signal = new AbortController().signal;
 
