@@ -1,0 +1,79 @@
+/**
+ * The battery's flow and its non-idempotent tool. The flow: a planner that calls the tool, a
+ * group chat (a loop of turns between alice and bob, alice calling the tool), a closer that
+ * calls it again. Replies take a few ms, the tool takes longer, so kills land everywhere —
+ * including while a tool call is in flight.
+ */
+import { appendFileSync } from 'node:fs';
+import type { Flow } from '@switchboard/schemas';
+import { agent, edge, flow, MemoryToolHost, node } from '../../runtime/src/engine/testing/index.js';
+import type { ToolHost } from '../../runtime/src/tools/types.js';
+
+export const FINAL_OUTPUT = 'closed';
+
+export function batteryFlow(latencyMs = 15): Flow {
+  const f = flow(
+    [
+      node('start', 'start'),
+      agent('planner'),
+      node('room', 'team', { mode: 'groupChat', termination: { maxTurns: 4 } }),
+      agent('alice', {}, { parent: 'room' }),
+      agent('bob', {}, { parent: 'room' }),
+      agent('closer'),
+      node('t', 'tool', { server: 'fixture' }),
+      node('end', 'end'),
+    ],
+    [
+      edge('start', 'planner'),
+      edge('planner', 'room'),
+      edge('room', 'closer'),
+      edge('closer', 'end'),
+      edge('t', 'planner', 'tools'),
+      edge('t', 'alice', 'tools'),
+      edge('t', 'closer', 'tools'),
+    ],
+    [],
+    { mcpServers: { fixture: { builtin: 'state' } } },
+  );
+  return {
+    ...f,
+    id: 'battery',
+    name: 'Kill battery',
+    models: {
+      default: {
+        provider: 'scripted',
+        latencyMs,
+        script: [
+          { node: 'planner', toolCalls: [{ name: 'count', args: { k: 'planner' } }] },
+          { node: 'planner', text: 'plan' },
+          { node: 'alice', toolCalls: [{ name: 'count', args: { k: 'alice' } }] },
+          { node: 'alice', text: 'a1', deltas: ['a', '1'] },
+          { node: 'bob', text: 'b1', deltas: ['b', '1'] },
+          { node: 'alice', text: 'a2' },
+          { node: 'bob', text: 'b2' },
+          { node: 'closer', toolCalls: [{ name: 'count', args: { k: 'closer' } }] },
+          { node: 'closer', text: FINAL_OUTPUT },
+        ],
+      },
+    },
+  };
+}
+
+/** `count` appends one line per execution to `file`: `<runId> <k>`. Not idempotent, on purpose. */
+export function countingTools(file: string, delayMs = 25): (run: { flow: Flow }) => ToolHost {
+  return ({ flow: f }) =>
+    new MemoryToolHost(f, {
+      fixture: {
+        count: {
+          description: 'Counts one execution (not idempotent)',
+          inputSchema: { type: 'object', properties: { k: { type: 'string' } } },
+          run: async (args, { host }) => {
+            await new Promise((r) => setTimeout(r, delayMs / 2));
+            appendFileSync(file, `${host.runId} ${String(args.k)}\n`);
+            await new Promise((r) => setTimeout(r, delayMs / 2));
+            return 'counted';
+          },
+        },
+      },
+    });
+}
