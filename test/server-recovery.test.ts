@@ -1,0 +1,198 @@
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { main } from '../runtime/src/cli/main.js';
+import { MemoryToolHost } from '../runtime/src/engine/testing/index.js';
+import { createServer, journaledTools, journalState, MAYBE_EXECUTED } from '../runtime/src/server/index.js';
+import { StoreError } from '../runtime/src/store/errors.js';
+import { scanEventLog } from '../runtime/src/store/event-log.js';
+import { ToolJournal } from '../runtime/src/store/tool-journal.js';
+import { batteryFlow } from './crash/fixture.js';
+import { slowChain, tempDir, until } from './server/helpers.js';
+
+const cleanups: Array<() => void | Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function dataDir(): string {
+  const t = tempDir('sb-recovery-');
+  cleanups.push(t.cleanup);
+  return t.dir;
+}
+
+async function server(dir: string) {
+  const s = await createServer({ dataDir: dir, editorDir: false });
+  cleanups.push(() => s.close());
+  return s;
+}
+
+/** Starts a slow run and stops the server after its `n`-th checkpoint, leaving it `running`. */
+async function leaveRunning(dir: string, checkpoints: number): Promise<string> {
+  const s = await createServer({ dataDir: dir, editorDir: false });
+  const rec = await s.runs.start({ flow: slowChain('slow', 8, 30), input: 'go', source: 'api' });
+  await until(() => {
+    try {
+      const log = readFileSync(join(dir, 'runs', rec.id, 'events.jsonl'), 'utf8');
+      return (log.match(/"turn\.completed"/g) ?? []).length >= checkpoints;
+    } catch {
+      return false;
+    }
+  }, 'checkpoints');
+  await s.close();
+  expect(s.store.catalog.data.runs[rec.id]!.status).toBe('running');
+  return rec.id;
+}
+
+async function cli(...args: string[]) {
+  let out = '';
+  let err = '';
+  const code = await main(['node', 'switchboard', ...args], {
+    out: (x) => void (out += x),
+    err: (x) => void (err += x),
+    isTTY: false,
+  });
+  return { code, out, err };
+}
+
+describe('start-up with damaged store files', () => {
+  for (const [name, content] of [
+    ['zero-length', ''],
+    ['truncated', '{"format":"switchboard-catalog","version":1,"flows":{'],
+    ['BOM-prefixed', '\uFEFF{"format":"switchboard-catalog","version":1,"flows":{},"runs":{},"settings":{}}'],
+    ['non-JSON', 'not json at all'],
+    ['wrong-schema', '{"format":"switchboard-catalog","version":1,"flows":[],"runs":{},"settings":{}}'],
+  ] as const) {
+    it(`refuses a ${name} catalog loudly and leaves it as it was`, async () => {
+      const dir = dataDir();
+      writeFileSync(join(dir, 'catalog.json'), content);
+      await expect(createServer({ dataDir: dir, editorDir: false })).rejects.toBeInstanceOf(StoreError);
+      const r = await cli('serve', '--port', '0', '--data', dir);
+      expect(r.code).toBe(1);
+      expect(r.err).toContain('the data directory is damaged');
+      expect(r.err).toContain(join(dir, 'catalog.json'));
+      expect(readFileSync(join(dir, 'catalog.json'), 'utf8')).toBe(content);
+    });
+  }
+});
+
+describe('crash recovery', () => {
+  it('cuts a torn tail record and resumes the run with seq continuing', async () => {
+    const dir = dataDir();
+    const id = await leaveRunning(dir, 2);
+    const logFile = join(dir, 'runs', id, 'events.jsonl');
+    const before = scanEventLog(logFile, id).events;
+    appendFileSync(logFile, `{"runId":"${id}","seq":${before.length + 1},"type":"mod`);
+    const s = await server(dir);
+    expect(s.recovered.resumed).toEqual([id]);
+    await until(() => s.store.catalog.data.runs[id]!.status === 'completed', 'completed');
+    await until(() => !s.runs.isLive(id), 'settled');
+    const events = scanEventLog(logFile, id).events;
+    expect(events.slice(0, before.length)).toEqual(before);
+    expect(events[before.length]).toMatchObject({
+      type: 'run.resumed',
+      fromCheckpoint: true,
+      seq: before.length + 1,
+    });
+    events.forEach((e, i) => expect(e.seq).toBe(i + 1));
+    expect(s.store.catalog.data.runs[id]).toMatchObject({ output: 'ok', resumes: 1 });
+  });
+
+  it('marks a run interrupted when its checkpoint is damaged, reporting the file and keeping it', async () => {
+    const dir = dataDir();
+    const id = await leaveRunning(dir, 1);
+    const cpFile = join(dir, 'runs', id, 'checkpoint.json');
+    writeFileSync(cpFile, '{"version":1,"runId":');
+    const s = await server(dir);
+    expect(s.recovered.interrupted).toEqual([id]);
+    const rec = s.store.catalog.data.runs[id]!;
+    expect(rec.status).toBe('interrupted');
+    expect(rec.error!.message).toContain(cpFile);
+    expect(readFileSync(cpFile, 'utf8')).toBe('{"version":1,"runId":');
+    const last = scanEventLog(join(dir, 'runs', id, 'events.jsonl'), id).events.at(-1);
+    expect(last).toMatchObject({ type: 'run.interrupted' });
+  });
+
+  it('marks a run interrupted when the process stopped before its first checkpoint', async () => {
+    const dir = dataDir();
+    const id = await leaveRunning(dir, 1);
+    const { rmSync } = await import('node:fs');
+    rmSync(join(dir, 'runs', id, 'checkpoint.json'));
+    const s = await server(dir);
+    expect(s.recovered.interrupted).toEqual([id]);
+    expect(s.store.catalog.data.runs[id]!.error!.message).toMatch(/before the first checkpoint/);
+  });
+
+  it('trusts the log over the index: a run whose final event was written is not resumed', async () => {
+    const dir = dataDir();
+    const s1 = await createServer({ dataDir: dir, editorDir: false });
+    const rec = await s1.runs.start({ flow: slowChain('quick', 2, 1), input: 'go', source: 'api' });
+    await until(() => !s1.runs.isLive(rec.id), 'done');
+    await s1.close();
+    // The process died after the log write but before the index write.
+    const catalog = JSON.parse(readFileSync(join(dir, 'catalog.json'), 'utf8'));
+    catalog.runs[rec.id].status = 'running';
+    writeFileSync(join(dir, 'catalog.json'), JSON.stringify(catalog));
+    const s = await server(dir);
+    expect(s.recovered.final).toEqual([rec.id]);
+    expect(s.store.catalog.data.runs[rec.id]).toMatchObject({ status: 'completed', output: 'ok' });
+  });
+
+  it('`switchboard resume RUN` continues a run headless and prints its result', async () => {
+    const dir = dataDir();
+    const id = await leaveRunning(dir, 2);
+    const r = await cli('resume', id, '--data', dir);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(`${id}: completed: "ok"\n`);
+    const again = await cli('resume', id, '--data', dir);
+    expect(again.out).toContain('already completed');
+    expect((await cli('resume', 'r_nope', '--data', dir)).code).toBe(1);
+  });
+});
+
+describe('tool calls across a crash', () => {
+  it('replays a finished call from the journal and answers maybe-executed for one in flight, never calling again', async () => {
+    const dir = dataDir();
+    const file = join(dir, 'tools.jsonl');
+    const journal = ToolJournal.open(file);
+    // The previous process: after checkpoint seq 7 it completed `count {k:a}` and was killed in `count {k:b}`.
+    const { argsHash } = await import('../runtime/src/server/journaled-tools.js');
+    const a = await journal.intent('count', argsHash({ k: 'a' }), 7);
+    await journal.done(a.n, { content: 'counted a', isError: false });
+    await journal.intent('count', argsHash({ k: 'b' }), 7);
+    journal.close();
+
+    const flow = batteryFlow();
+    const executed: string[] = [];
+    const inner = new MemoryToolHost(flow, {
+      fixture: { count: { run: (args) => (executed.push(String(args.k)), `counted ${String(args.k)}`) } },
+    });
+    const reopened = ToolJournal.open(file);
+    cleanups.push(() => reopened.close());
+    const host = journaledTools(inner, journalState(reopened, 7));
+    const logs: string[] = [];
+    const ctx = {
+      runId: 'r',
+      state: { get: () => undefined, set: () => {}, snapshot: () => ({}) },
+      signal: new AbortController().signal,
+      emit: (e: { type: string; text?: string }) => void logs.push(e.text ?? ''),
+    };
+    const [tool] = await host.toolsFor('planner', ctx);
+    const opts = { signal: ctx.signal };
+    expect(await tool!.call({ k: 'a' }, opts)).toEqual({ content: 'counted a', isError: false });
+    const maybe = await tool!.call({ k: 'b' }, opts);
+    expect(maybe.isError).toBe(true);
+    expect(maybe.content).toMatch(new RegExp(`^${MAYBE_EXECUTED}`));
+    expect(logs[0]).toMatch(/maybe-executed: tool count/);
+    expect(executed).toEqual([]);
+    // A new call (not a replay) runs and is journaled.
+    expect(await tool!.call({ k: 'c' }, opts)).toEqual({ content: 'counted c', isError: false });
+    expect(executed).toEqual(['c']);
+    expect(ToolJournal.open(file).calls.map((c) => [c.intent.n, !!c.done])).toEqual([
+      [1, true],
+      [2, false],
+      [3, true],
+    ]);
+  });
+});
