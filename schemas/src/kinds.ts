@@ -64,6 +64,10 @@ const FLOW_ROLES: ReadonlySet<KindRole> = new Set([
   'step',
 ]);
 
+function why(detail: string): Problem {
+  return problem('illegal-edge', '', detail);
+}
+
 /**
  * The one rule for which edges may join which kinds; the validator and the editor's
  * connection check both call it. Returns `undefined` when legal, otherwise the problem.
@@ -73,7 +77,6 @@ export function checkConnection(
   source: KindInfo,
   target: KindInfo,
 ): Problem | undefined {
-  const why = (s: string) => problem('illegal-edge', '', s);
   switch (edgeKind) {
     case 'tools':
       if (source.role !== 'tool' || target.role !== 'agent')

@@ -82,6 +82,10 @@ const FlowShell = Type.Object(
 const isObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
 
+function idsFor(ids: IdsAt | { nodeId?: string; edgeId?: string }, path: string) {
+  return typeof ids === 'function' ? ids(path) : ids;
+}
+
 /** Runs a compiled schema and reports its errors under `prefix`. Returns whether it passed. */
 function check(
   schema: TSchema,
@@ -89,17 +93,18 @@ function check(
   prefix: string,
   code: ProblemCode,
   c: Collector,
-  ids: IdsAt,
+  ids: IdsAt | { nodeId?: string; edgeId?: string },
 ): boolean {
   const fn = compile(schema);
+  // No closure here: this runs once per node and edge.
   if (!fn) {
-    c.error(problem(code, prefix, 'the schema of this kind cannot be compiled', ids(prefix)));
+    c.error(problem(code, prefix, 'the schema of this kind cannot be compiled', idsFor(ids, prefix)));
     return false;
   }
   if (fn(value)) return true;
   for (const x of explainErrors(ajv, fn.errors ?? [])) {
     const path = prefix + x.path;
-    c.error(problem(code, path, x.detail, ids(path)));
+    c.error(problem(code, path, x.detail, idsFor(ids, path)));
   }
   return false;
 }
@@ -213,7 +218,21 @@ function describeType(v: unknown): string {
   return typeof v === 'string' ? 'a string' : `a ${typeof v}`;
 }
 
+const refPointers = new Map<string, string>();
+
 function refValues(config: Record<string, unknown>, dotted: string): Array<[string, string]> {
+  // Fast path: a plain top-level field (most references are).
+  if (!dotted.includes('.')) {
+    if (!Object.hasOwn(config, dotted)) return NO_REFS;
+    const v = config[dotted];
+    let at = refPointers.get(dotted);
+    if (at === undefined) {
+      at = pointer(dotted);
+      refPointers.set(dotted, at);
+    }
+    if (typeof v === 'string') return [[at, v]];
+    if (!Array.isArray(v)) return NO_REFS;
+  }
   // `a.b` reads one string (or each string of an array); `a.*.b` reads every element of an array.
   const parts = dotted.split('.');
   const out: Array<[string, string]> = [];
@@ -238,6 +257,8 @@ function refValues(config: Record<string, unknown>, dotted: string): Array<[stri
   walk(config, 0, '');
   return out;
 }
+
+const NO_REFS: Array<[string, string]> = [];
 
 type TeamConfigView = {
   mode?: unknown;
@@ -378,7 +399,7 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
     if (!s) c.error(problem('dangling-edge', `/edges/${i}/source`, `no node ${quote(e.source)}`, ids));
     if (!t) c.error(problem('dangling-edge', `/edges/${i}/target`, `no node ${quote(e.target)}`, ids));
     if (e.config !== undefined)
-      check(EDGE_CONFIG_SCHEMAS[e.kind], e.config, `/edges/${i}/config`, 'edge-config', c, () => ids);
+      check(EDGE_CONFIG_SCHEMAS[e.kind], e.config, `/edges/${i}/config`, 'edge-config', c, ids);
     if (!s || !t) return;
     if (e.source === e.target) {
       c.error(problem('self-loop', `/edges/${i}`, `${e.kind} edge from ${quote(e.source)} to itself`, ids));
