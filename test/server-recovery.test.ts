@@ -48,8 +48,12 @@ async function cli(...args: string[]) {
   let out = '';
   let err = '';
   const code = await main(['node', 'switchboard', ...args], {
-    out: (x) => void (out += x),
-    err: (x) => void (err += x),
+    out: (x) => {
+      out += x;
+    },
+    err: (x) => {
+      err += x;
+    },
     isTTY: false,
   });
   return { code, out, err };
@@ -94,7 +98,7 @@ describe('crash recovery', () => {
       fromCheckpoint: true,
       seq: before.length + 1,
     });
-    events.forEach((e, i) => expect(e.seq).toBe(i + 1));
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     expect(s.store.catalog.data.runs[id]).toMatchObject({ output: 'ok', resumes: 1 });
   });
 
@@ -166,7 +170,14 @@ describe('tool calls across a crash', () => {
     const flow = batteryFlow();
     const executed: string[] = [];
     const inner = new MemoryToolHost(flow, {
-      fixture: { count: { run: (args) => (executed.push(String(args.k)), `counted ${String(args.k)}`) } },
+      fixture: {
+        count: {
+          run: (args) => {
+            executed.push(String(args.k));
+            return `counted ${String(args.k)}`;
+          },
+        },
+      },
     });
     const reopened = ToolJournal.open(file);
     cleanups.push(() => reopened.close());
