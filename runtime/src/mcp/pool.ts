@@ -101,13 +101,30 @@ let shared: McpPool | undefined;
 
 /** The pool shared by the runs of this process. */
 export function getMcpPool(): McpPool {
-  shared ??= new McpPool();
+  if (!shared) {
+    shared = new McpPool();
+    // Safety net for hosts that exit without calling shutdownMcpPool(): no stdio server outlives us.
+    process.once('exit', killChildrenNow);
+  }
   return shared;
+}
+
+function killChildrenNow(): void {
+  for (const c of shared?.connections() ?? []) {
+    const pid = c.pid;
+    if (pid)
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+  }
 }
 
 /** Stops the shared pool's servers (call on server or CLI shutdown). */
 export async function shutdownMcpPool(): Promise<void> {
   const p = shared;
   shared = undefined;
+  process.removeListener('exit', killChildrenNow);
   await p?.close();
 }
