@@ -199,6 +199,29 @@ describe('validator rules', () => {
     for (const w of r.warnings) expect(WARNING_CODES.has(w.code)).toBe(true);
   });
 
+  it('a handover straight to a team member reaches the team, its members and what follows it', () => {
+    const f = flowWith(
+      [
+        team('room', {
+          mode: 'groupChat',
+          speaker: { strategy: 'roundRobin' },
+          termination: { maxTurns: 4 },
+        }),
+        agent('first', 'room'),
+        agent('second', 'room'),
+      ],
+      [],
+      'first',
+      'room',
+    );
+    const r = validate(f);
+    expect(r.errors).toEqual([]);
+    expect(r.warnings).toEqual([]);
+    // A member of a team nothing enters is still unreachable, and so is its team.
+    f.nodes.push(team('idle'), agent('idler', 'idle'));
+    expect(codes(validate(f).warnings)).toEqual(['unreachable', 'unreachable']);
+  });
+
   it('resolves model, server, node and edge references', () => {
     const f = baseFlow();
     f.nodes[1]!.config.model = 'gpt';

@@ -606,7 +606,11 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
     }
     flow.nodes.forEach((n, i) => {
       const p = n.parent === undefined ? undefined : nodeIndex.get(n.parent);
-      if (p !== undefined) attached[p]!.push(i);
+      if (p === undefined) return;
+      attached[p]!.push(i);
+      // A handover straight to a member enters its team too (the runtime enters every ancestor),
+      // so the team, its other members and its own edges are live.
+      attached[i]!.push(p);
     });
     const reach = new Uint8Array(count);
     const queue = [startIdx];
