@@ -163,7 +163,9 @@ describe('switchboard validate', () => {
       const r = spawnSync(process.execPath, [bin, 'validate', ...files], { encoding: 'utf8', cwd: root });
       expect(r.status).toBe(1);
       for (const [code, want] of Object.entries(EXPECTED))
-        expect(r.stderr).toContain(`${join(invalidDir, `${code}.json`)}: ${want.path || '/'}`);
+        expect(r.stderr, 'runtime/dist is older than the sources? run `pnpm build`').toContain(
+          `${join(invalidDir, `${code}.json`)}: ${want.path || '/'}`,
+        );
       expect(r.stderr).not.toMatch(/\n\s+at /); // no stack traces
       const json = spawnSync(
         process.execPath,
