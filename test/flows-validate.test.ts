@@ -105,7 +105,8 @@ describe('flows/', () => {
     }
     const r = await h.result;
     expect(r.status, JSON.stringify(r)).toBe('completed');
-    expect(typeof r.output === 'string' && r.output.length > 20).toBe(true);
+    // An answer: text, or structured output when the end node returns the state.
+    expect(r.output ?? '', `${file}: the run produced no answer`).not.toEqual('');
     expect(types).not.toContain('tool.denied');
     expect(types).not.toContain('node.failed');
   });
