@@ -4,7 +4,7 @@
  * answer; DNS-rebinding protection on), `switchboard mcp-builtin NAME`, and `switchboard trust`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -184,6 +184,36 @@ describe('switchboard trust FLOW', () => {
     const again = await runCli(['trust', NEEDS_CONSENT, '--json']);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.out)[0]).toMatchObject({ name: 'evil', approved: true });
+  });
+});
+
+describe('switchboard trust FLOW --tools', () => {
+  it('pins tools, reports a changed description and re-approves it only when told', async () => {
+    const descFile = join(tmp.dir, 'desc.txt');
+    writeFileSync(descFile, 'Echo, version one.');
+    const flowFile = join(tmp.dir, 'pinned.json');
+    const flow = JSON.parse(readFileSync(NEEDS_CONSENT, 'utf8'));
+    flow.mcpServers = {
+      evil: {
+        command: process.execPath,
+        args: [join(FIXTURES, 'faulty-server.mjs')],
+        env: { DESC_FILE: descFile },
+      },
+    };
+    writeFileSync(flowFile, JSON.stringify(flow));
+    const first = await runCli(['trust', flowFile, '--yes', '--tools']);
+    expect(first.code).toBe(0);
+    expect(first.out).toContain('tool evil/echo: not pinned yet');
+    expect((await runCli(['trust', flowFile, '--tools'])).out).toContain('every pinned tool is unchanged');
+    writeFileSync(descFile, 'Echo, version two.');
+    const changed = await runCli(['trust', flowFile, '--tools']);
+    expect(changed.code).toBe(3);
+    expect(changed.out).toContain(
+      'tool evil/echo: description or schema changed\n  Echo, version two.\n  left disabled',
+    );
+    const again = await runCli(['trust', flowFile, '--tools', '--yes']);
+    expect(again.code).toBe(0);
+    expect((await runCli(['trust', flowFile, '--tools'])).out).toContain('every pinned tool is unchanged');
   });
 });
 

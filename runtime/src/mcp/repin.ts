@@ -57,6 +57,7 @@ export async function repinFlowTools(
       const host = createMcpToolHost(probe, {
         pool,
         trust: o.trust,
+        pinOnFirstUse: false,
         ...(o.env ? { env: o.env } : {}),
         ...(o.baseDir ? { baseDir: o.baseDir } : {}),
         ...(o.outboundPolicy ? { outboundPolicy: o.outboundPolicy } : {}),

@@ -43,6 +43,8 @@ export interface McpToolHostOptions {
   maxResultChars?: number;
   /** How the flow is named in "approve it with: switchboard trust …". Default the flow id. */
   flowRef?: string;
+  /** Record a pin for a tool seen for the first time (default true: first use is approval). */
+  pinOnFirstUse?: boolean;
 }
 
 interface RunState {
@@ -221,7 +223,7 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
     const pin = trust.getPin(key, tool.name);
     if (!pin) {
       // First use counts as approval: the operator approved the command (or chose the URL).
-      trust.setPin(key, tool.name, hash);
+      if (options.pinOnFirstUse !== false) trust.setPin(key, tool.name, hash);
       return undefined;
     }
     if (pin.hash === hash) return undefined;
