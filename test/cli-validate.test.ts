@@ -143,6 +143,28 @@ describe('switchboard validate', () => {
     expect(reports.map((x: { ok: boolean }) => x.ok)).toEqual([true, false]);
   });
 
+  it('prints paths and ids from the document without raw control or bidi characters', async () => {
+    const file = join(tmp, 'escapes.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        version: 1,
+        id: 'x',
+        name: 'x',
+        models: {},
+        nodes: [{ id: 'evil\u001b[2J', kind: 'agent', position: { x: 0, y: 0 }, config: {} }],
+        edges: [],
+        metadata: { 'a\u202eb': 'c\u202ed' },
+      }),
+    );
+    const r = await cli('validate', file);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('/metadata/a\\u202eb: The text contains bidirectional control characters');
+    expect(r.err).toContain('(evil\\u001b[2J)');
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: asserting their absence
+    expect(r.err).not.toMatch(/[\u001b\u202e]/);
+  });
+
   it('exits 2 on usage errors', async () => {
     expect((await cli('validate')).code).toBe(2);
     expect((await cli('validate', '--frobnicate', 'x.json')).code).toBe(2);

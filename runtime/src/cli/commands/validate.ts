@@ -1,7 +1,7 @@
 /** `switchboard validate FILE…`: exit 0 when all are valid, 1 when one is not. */
 import { readFile, stat } from 'node:fs/promises';
 import { validateText } from '@switchboard/nodes';
-import { DEFAULT_LIMITS, type Problem, problem } from '@switchboard/schemas';
+import { DEFAULT_LIMITS, type Problem, problem, sanitize } from '@switchboard/schemas';
 import type { Command } from 'commander';
 import { type CliContext, EXIT } from '../context.js';
 
@@ -51,8 +51,9 @@ export async function validateFiles(files: string[]): Promise<ValidateReport[]> 
 }
 
 export function formatProblem(file: string, p: Problem, severity: 'error' | 'warning'): string {
+  // Paths and ids come from the document: show control and bidi characters as \uXXXX on a terminal.
   const id = p.nodeId ?? p.edgeId;
-  return `${file}: ${p.path || '/'}${id ? ` (${id})` : ''}: ${severity === 'warning' ? 'warning: ' : ''}${p.message} [${p.code}]`;
+  return `${file}: ${sanitize(p.path) || '/'}${id ? ` (${sanitize(id)})` : ''}: ${severity === 'warning' ? 'warning: ' : ''}${p.message} [${p.code}]`;
 }
 
 export function registerValidate(program: Command, ctx: CliContext): void {
