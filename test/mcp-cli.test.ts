@@ -30,13 +30,18 @@ afterEach(async () => {
   tmp.cleanup();
 });
 
+let lastStderr = '';
 async function stdioClient(args: string[]): Promise<Client> {
+  lastStderr = '';
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [...CLI, ...args],
     env,
     stderr: 'pipe',
     cwd: tmp.dir,
+  });
+  transport.stderr?.on('data', (c: Buffer) => {
+    lastStderr += c.toString();
   });
   const client = new Client({ name: 'sdk-test-client', version: '1.0.0' });
   await client.connect(transport, { timeout: 60_000 });
@@ -89,6 +94,35 @@ describe('switchboard mcp FLOW', () => {
     const bad = await client.callTool({ name: 'brief-writer', arguments: { input: 42 } });
     expect(bad.isError).toBe(true);
     expect(JSON.stringify(bad.content)).toContain('invalid arguments');
+  });
+
+  it('a client cancellation stops the run; the server keeps serving', async () => {
+    const flow = JSON.parse(readFileSync(BRIEF, 'utf8'));
+    flow.models.default.script = [{ node: 'writer', latencyMs: 60_000, text: 'too late' }];
+    const slow = join(tmp.dir, 'slow.json');
+    writeFileSync(slow, JSON.stringify(flow));
+    const client = await stdioClient(['mcp', slow]);
+    const ac = new AbortController();
+    const started = new Promise<void>((resolve) => {
+      void client
+        .callTool({ name: 'brief-writer', arguments: { input: 'x' } }, undefined, {
+          signal: ac.signal,
+          timeout: 120_000,
+          onprogress: (p) => {
+            if (p.message === 'turn.started writer') resolve();
+          },
+        })
+        .catch(() => {});
+    });
+    await started;
+    const t0 = Date.now();
+    ac.abort();
+    // The cancellation reached the run: it ends cancelled long before the 60 s reply.
+    while (!/run \S+ cancelled/.test(lastStderr) && Date.now() - t0 < 20_000)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(lastStderr).toMatch(/switchboard mcp: run \S+ cancelled/);
+    expect(lastStderr).not.toContain('completed');
+    expect((await client.listTools()).tools).toHaveLength(1);
   });
 
   it('over streamable HTTP on 127.0.0.1, with DNS-rebinding protection', async () => {

@@ -16,7 +16,7 @@ import {
   ListToolsRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { checkAgainstSchema, type Flow, type RunEvent } from '@switchboard/schemas';
-import type { RunFlow, RunOptions } from '../engine/types.js';
+import type { RunFlow, RunOptions, RunResult } from '../engine/types.js';
 import { sanitizeName } from '../tools/names.js';
 
 export const DEFAULT_INPUT_SCHEMA = {
@@ -78,6 +78,8 @@ export interface FlowServerOptions {
   runOptions: () => RunOptions;
   /** Called when a run ended, to release what it held (the tool host). */
   afterRun?: (runId: string) => Promise<void>;
+  /** Told how each run ended (the CLI logs it on stderr). */
+  onRunEnd?: (result: RunResult) => void;
 }
 
 /** A low-level MCP server (the flow's schema is JSON Schema, not zod) exposing the flow's tool. */
@@ -128,6 +130,7 @@ export function createFlowMcpServer(flow: Flow, o: FlowServerOptions): Server {
     });
     try {
       const result = await handle.result;
+      o.onRunEnd?.(result);
       if (result.status === 'completed') {
         const out = result.output;
         return {

@@ -73,6 +73,8 @@ export function registerMcp(program: Command, ctx: CliContext): void {
         runFlow,
         runOptions: () => ({ baseDir, humanInput: 'fail' as const, tools: host }),
         afterRun: (runId: string) => host.release(runId),
+        onRunEnd: (r: { runId: string; status: string; error?: { message: string } }) =>
+          ctx.err(`switchboard mcp: run ${r.runId} ${r.status}${r.error ? `: ${r.error.message}` : ''}\n`),
       };
       const info = flowToolInfo(flow);
       if (port === undefined) {
