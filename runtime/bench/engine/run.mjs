@@ -41,10 +41,7 @@ function median(xs) {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-/** Runs a configuration REPEATS times (fresh processes) and keeps the median of every metric. */
-function measure(caseName, impl, n) {
-  const runs = [];
-  for (let i = 0; i < REPEATS; i++) runs.push(once(caseName, impl, n));
+function summarize(caseName, impl, n, runs) {
   const ok = runs.filter((r) => !r.error);
   const res = { case: caseName, impl, n, repeats: ok.length };
   if (ok.length === 0) return { ...res, error: runs[0].error };
@@ -52,6 +49,16 @@ function measure(caseName, impl, n) {
     if (typeof ok[0][k] === 'number' && k !== 'n') res[k] = median(ok.map((r) => r[k]));
   process.stderr.write(`  ${caseName} ${impl} ${n ?? ''}: ${JSON.stringify(res)}\n`);
   return res;
+}
+
+/**
+ * Runs the configurations of one gate REPEATS times each, interleaved (A B C, A B C, …) so that
+ * load from other processes on this machine falls on all of them alike; keeps the medians.
+ */
+function measureAll(configs) {
+  const runs = configs.map(() => []);
+  for (let i = 0; i < REPEATS; i++) configs.forEach(([c, impl, n], k) => runs[k].push(once(c, impl, n)));
+  return configs.map(([c, impl, n], k) => summarize(c, impl, n, runs[k]));
 }
 
 const want = (k) => only.length === 0 || only.includes(k);
@@ -62,10 +69,12 @@ const fmt = (x, d = 2) => (x === undefined ? 'n/a' : Number(x).toFixed(d));
 
 if (want('a')) {
   process.stderr.write('(a) chain of 100 agents, instant scripted model\n');
-  const sb = measure('chain', 'switchboard', 100);
-  const raw = measure('chain', 'raw', 100);
-  const lg = measure('chain', 'langgraph', 100);
-  const rv = measure('chain', 'rivet', 100);
+  const [sb, raw, lg, rv] = measureAll([
+    ['chain', 'switchboard', 100],
+    ['chain', 'raw', 100],
+    ['chain', 'langgraph', 100],
+    ['chain', 'rivet', 100],
+  ]);
   results.a = { switchboard: sb, raw, langgraph: lg, rivet: rv };
   gate('a', 'per step vs raw', sb.perStepUs / raw.perStepUs, 10, sb.perStepUs / raw.perStepUs <= 10);
   if (lg.perStepUs)
@@ -80,10 +89,12 @@ if (want('a')) {
 
 if (want('b')) {
   process.stderr.write('(b) chains of 10, 1,000 and 10,000 on the default stack\n');
-  const c10 = measure('chain', 'switchboard', 10);
-  const c1k = measure('chain', 'switchboard', 1000);
-  const c10k = measure('chain', 'switchboard', 10000);
-  const rv1k = measure('chain', 'rivet', 1000);
+  const [c10, c1k, c10k, rv1k] = measureAll([
+    ['chain', 'switchboard', 10],
+    ['chain', 'switchboard', 1000],
+    ['chain', 'switchboard', 10000],
+    ['chain', 'rivet', 1000],
+  ]);
   results.b = { n10: c10, n1000: c1k, n10000: c10k, rivet1000: rv1k };
   gate('b', '10,000-agent chain completes', c10k.error ? 0 : 1, 1, !c10k.error);
   gate(
@@ -97,9 +108,11 @@ if (want('b')) {
 
 if (want('c')) {
   process.stderr.write('(c) two agents alternating through a decider, 10,000 turns\n');
-  const sb = measure('alternate', 'switchboard', 10000);
-  const raw = measure('alternate', 'raw', 10000);
-  const lg = measure('alternate', 'langgraph', 10000);
+  const [sb, raw, lg] = measureAll([
+    ['alternate', 'switchboard', 10000],
+    ['alternate', 'raw', 10000],
+    ['alternate', 'langgraph', 10000],
+  ]);
   results.c = { switchboard: sb, raw, langgraph: lg };
   gate('c', 'per turn vs raw', sb.perTurnUs / raw.perTurnUs, 10, sb.perTurnUs / raw.perTurnUs <= 10);
   gate('c', 'bytes retained per turn (bookkeeping)', sb.retainedPerTurn, 50, sb.retainedPerTurn <= 50);
@@ -107,16 +120,20 @@ if (want('c')) {
 
 if (want('d')) {
   process.stderr.write('(d) fan-out 1 → 100 parallel agents → join, 50 ms model\n');
-  const sb = measure('fanout', 'switchboard', 100);
-  const raw = measure('fanout', 'raw', 100);
+  const [sb, raw] = measureAll([
+    ['fanout', 'switchboard', 100],
+    ['fanout', 'raw', 100],
+  ]);
   results.d = { switchboard: sb, raw };
   gate('d', 'wall vs raw', sb.wallMs / raw.wallMs, 1.05, sb.wallMs / raw.wallMs <= 1.05);
 }
 
 if (want('e')) {
   process.stderr.write('(e) 100 concurrent runs of a 10-agent chain, 50 ms model\n');
-  const sb = measure('concurrent', 'switchboard', 100);
-  const raw = measure('concurrent', 'raw', 100);
+  const [sb, raw] = measureAll([
+    ['concurrent', 'switchboard', 100],
+    ['concurrent', 'raw', 100],
+  ]);
   results.e = { switchboard: sb, raw };
   gate('e', 'wall vs raw', sb.wallMs / raw.wallMs, 1.02, sb.wallMs / raw.wallMs <= 1.02);
   gate(
@@ -130,8 +147,10 @@ if (want('e')) {
 
 if (want('f')) {
   process.stderr.write('(f) import time of the library\n');
-  const sb = measure('import', 'switchboard');
-  const lg = measure('import', 'langgraph');
+  const [sb, lg] = measureAll([
+    ['import', 'switchboard'],
+    ['import', 'langgraph'],
+  ]);
   results.f = { switchboard: sb, langgraph: lg };
   gate('f', 'import vs LangGraph', sb.importMs / lg.importMs, 0.25, sb.importMs / lg.importMs <= 0.25);
 }

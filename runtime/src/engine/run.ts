@@ -123,6 +123,7 @@ export class Run {
   private readonly toolCache = new Map<string, Promise<ToolPort[]>>();
   private readonly candidateCache = new Map<string, Candidate[]>();
   private readonly onEvent: ((e: RunEvent) => void) | undefined;
+  private manyListeners = false;
   private readonly stateViews = new WeakMap<RunData, StateView>();
   private nestedCount = 0;
   readonly registry: KindRegistry;
@@ -136,8 +137,7 @@ export class Run {
   ) {
     this.registry = options.registry ?? defaultRegistry;
     this.onEvent = options.onEvent;
-    // Every call in flight listens on the run's signal; parallel branches legitimately add many.
-    setMaxListeners(0, this.abort.signal);
+
     this.graph = compileFlow(flow, this.registry);
     this.now = options.now ?? Date.now;
     this.clock = { now: this.now };
@@ -698,6 +698,7 @@ export class Run {
     task: string,
     callId: string,
   ): Promise<{ content: string; isError: boolean }> {
+    this.allowManyListeners();
     if (parent.depth + 1 > MAX_DELEGATION_DEPTH)
       return { content: `delegation deeper than ${MAX_DELEGATION_DEPTH} levels is refused`, isError: true };
     const cx: Ctx = {
@@ -856,8 +857,16 @@ export class Run {
     return t[t.length - 1];
   }
 
+  /** Calls in flight listen on the run's signal; parallel work legitimately adds many (set once, lazily: it is not cheap). */
+  private allowManyListeners(): void {
+    if (this.manyListeners) return;
+    this.manyListeners = true;
+    setMaxListeners(0, this.abort.signal);
+  }
+
   private async runFork(cx: Ctx, cur: Cursor): Promise<void> {
     const fork = cur.fork!;
+    this.allowManyListeners();
     await Promise.all(fork.branches.map((b) => (b.done ? undefined : this.drive(cx, b))));
     // Merge in branch (edge) order, whatever order they finished in.
     const d = cx.data;
