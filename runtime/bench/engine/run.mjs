@@ -57,7 +57,8 @@ function summarize(caseName, impl, n, runs) {
  */
 function measureAll(configs) {
   const runs = configs.map(() => []);
-  for (let i = 0; i < REPEATS; i++) configs.forEach(([c, impl, n], k) => runs[k].push(once(c, impl, n)));
+  for (let i = 0; i < REPEATS; i++)
+    for (const [k, [c, impl, n]] of configs.entries()) runs[k].push(once(c, impl, n));
   return configs.map(([c, impl, n], k) => summarize(c, impl, n, runs[k]));
 }
 
