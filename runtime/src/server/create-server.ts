@@ -54,6 +54,8 @@ export interface ServerOptions {
   hub?: HubOptions;
   /** Passed to the run manager (engine, models, tools). */
   runs?: Omit<RunManagerOptions, 'store' | 'publish' | 'logger'>;
+  /** `os`: no per-turn fsync (survives kill -9, not power loss). Default `fsync`. */
+  durability?: 'fsync' | 'os';
   /** Resume runs the last process left running (default true). */
   recover?: boolean;
   env?: NodeJS.ProcessEnv;

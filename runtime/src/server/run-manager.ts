@@ -241,7 +241,7 @@ export class RunManager {
       await this.store.writeCheckpoint(c);
       js.checkpointSeq = c.seq;
       js.replay = [];
-      this.saveSoon();
+      // The index is not written per turn: the log is the truth for lastSeq and counters.
     };
     const inner = this.o.tools?.({ runId, flow: spec.flow, source: record.source });
     const options: RunOptions = {

@@ -47,14 +47,22 @@ export function fsyncDirSync(dir: string): void {
   }
 }
 
-/** Replaces `file` with `data` atomically and durably. */
-export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
+/**
+ * Replaces `file` with `data` atomically and durably. With `fsync: false` the replacement is
+ * still atomic and survives the process dying, but not a power loss.
+ */
+export async function writeFileAtomic(
+  file: string,
+  data: string | Uint8Array,
+  options: { fsync?: boolean } = {},
+): Promise<void> {
+  const fsync = options.fsync ?? true;
   const tmp = tempName(file);
   const fh = await open(tmp, 'wx', 0o600);
   try {
     await fh.writeFile(data);
     crashPoint('written');
-    await fh.sync();
+    if (fsync) await fh.sync();
     crashPoint('synced');
   } catch (e) {
     await fh.close();
@@ -69,7 +77,7 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array): 
     throw e;
   }
   crashPoint('renamed');
-  await fsyncDir(dirname(file));
+  if (fsync) await fsyncDir(dirname(file));
 }
 
 /** Synchronous twin of {@link writeFileAtomic}, for shutdown paths. */

@@ -114,14 +114,20 @@ export class EventLog {
   }
 
   /** Opens (creating) a log for appending; a torn tail is cut first and reported in `torn`. */
-  static open(file: string, runId: string): { log: EventLog; torn?: ScanResult['torn'] } {
+  static open(
+    file: string,
+    runId: string,
+    options: { fsync?: boolean } = {},
+  ): { log: EventLog; torn?: ScanResult['torn'] } {
     const scan = scanEventLog(file, runId);
     const fd = openSync(file, 'a', 0o600);
     if (scan.torn) {
       ftruncateSync(fd, scan.goodBytes);
       fdatasyncSync(fd);
     }
-    return { log: new EventLog(file, fd, scan.events), ...(scan.torn ? { torn: scan.torn } : {}) };
+    const log = new EventLog(file, fd, scan.events);
+    log.fsync = options.fsync ?? true;
+    return { log, ...(scan.torn ? { torn: scan.torn } : {}) };
   }
 
   /** Seq of the last appended event (written or about to be, this turn). */
@@ -162,6 +168,8 @@ export class EventLog {
   }
 
   private syncing: Promise<void> | undefined;
+  /** false: `sync()` only flushes (the store's `durability: 'os'`). */
+  fsync = true;
 
   /**
    * Flushes and fsyncs: everything appended so far survives a power loss. Asynchronous so
@@ -169,7 +177,7 @@ export class EventLog {
    */
   async sync(): Promise<void> {
     this.flush();
-    if (!this.dirty || this.closed) return;
+    if (!this.dirty || this.closed || !this.fsync) return;
     this.dirty = false;
     const p = fdatasyncAsync(this.fd);
     this.syncing = p;

@@ -58,6 +58,6 @@ export async function readJsonStrict<T>(file: string, check: ShapeCheck<T>): Pro
   return parseStoreText(text, file, check);
 }
 
-export async function writeJsonDurable(file: string, value: unknown): Promise<void> {
-  await writeFileAtomic(file, `${JSON.stringify(value)}\n`);
+export async function writeJsonDurable(file: string, value: unknown, fsync = true): Promise<void> {
+  await writeFileAtomic(file, `${JSON.stringify(value)}\n`, { fsync });
 }

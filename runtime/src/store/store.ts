@@ -39,16 +39,22 @@ export class Store {
     readonly dir: string,
     readonly catalog: Catalog,
     private readonly lock: DirLock,
+    /** fsync logs and checkpoints at every turn boundary (default). */
+    readonly fsync: boolean,
   ) {}
 
-  /** Locks and opens `dir` (created when missing). Throws StoreLockedError or StoreError. */
-  static async open(dir: string): Promise<Store> {
+  /**
+   * Locks and opens `dir` (created when missing). Throws StoreLockedError or StoreError.
+   * `durability: 'os'` skips the per-turn fsync: everything still survives the process dying
+   * (kill -9), not a power loss. The catalog is always fsynced.
+   */
+  static async open(dir: string, options: { durability?: 'fsync' | 'os' } = {}): Promise<Store> {
     const abs = resolve(dir);
     mkdirSync(join(abs, 'runs'), { recursive: true, mode: 0o700 });
     const lock = acquireLock(abs);
     try {
       const catalog = await Catalog.open(join(abs, 'catalog.json'));
-      return new Store(abs, catalog, lock);
+      return new Store(abs, catalog, lock, options.durability !== 'os');
     } catch (e) {
       lock.release();
       throw e;
@@ -82,7 +88,7 @@ export class Store {
     if (open) return { log: open };
     this.closedCache.delete(runId);
     mkdirSync(this.runDir(runId), { recursive: true, mode: 0o700 });
-    const r = EventLog.open(join(this.runDir(runId), 'events.jsonl'), runId);
+    const r = EventLog.open(join(this.runDir(runId), 'events.jsonl'), runId, { fsync: this.fsync });
     this.logs.set(runId, r.log);
     return r;
   }
@@ -116,7 +122,7 @@ export class Store {
   /** Durable checkpoint: the log is fsynced first, then the checkpoint replaced atomically. */
   async writeCheckpoint(cp: RunCheckpoint): Promise<void> {
     await this.logs.get(cp.runId)?.sync();
-    await writeJsonDurable(join(this.runDir(cp.runId), 'checkpoint.json'), cp);
+    await writeJsonDurable(join(this.runDir(cp.runId), 'checkpoint.json'), cp, this.fsync);
   }
 
   readCheckpoint(runId: string): Promise<RunCheckpoint | undefined> {

@@ -1,0 +1,359 @@
+/**
+ * Server benchmarks (`pnpm bench:server`): WebSocket event latency and throughput to 50
+ * clients, event-log append cost with and without the per-turn fsync (and whether it grows
+ * with the log), a chain of 100 streamed to a loopback client against a plain `ws` reference
+ * that coalesces the same way, and fastify routes against a bare `http` server.
+ * Figures print as a table and are written to results.json next to this file.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Flow, RunEvent } from '@switchboard/schemas';
+import WebSocket, { WebSocketServer } from 'ws';
+import { runFlow } from '../../src/engine/index.js';
+import { chain } from '../../src/engine/testing/index.js';
+import type { RunFlow } from '../../src/engine/types.js';
+import { createServer } from '../../src/server/index.js';
+import { EventLog } from '../../src/store/event-log.js';
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const results: Record<string, unknown> = {};
+const now = () => performance.now();
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+
+function tmp(): string {
+  return mkdtempSync(join(tmpdir(), 'sb-bench-'));
+}
+
+/** A server whose engine records when each event was emitted. */
+async function timedServer(dir: string) {
+  const emitted = new Map<string, number>();
+  const timed: RunFlow = (flow, input, options = {}) => {
+    const inner = options.onEvent;
+    return runFlow(flow, input, {
+      ...options,
+      onEvent: (e) => {
+        emitted.set(`${e.runId}/${e.seq}`, now());
+        inner?.(e);
+      },
+    });
+  };
+  const s = await createServer({ dataDir: dir, port: 0, editorDir: false, runs: { runFlow: timed } });
+  const { port } = await s.listen();
+  return { s, port, emitted };
+}
+
+function client(
+  port: number,
+  onEvents: (runId: string, events: RunEvent[], at: number) => void,
+): Promise<WebSocket> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/api/ws`, { origin: `http://127.0.0.1:${port}` });
+  ws.on('message', (d) => {
+    const at = now();
+    const m = JSON.parse(String(d));
+    if (m.type === 'events') onEvents(m.runId, m.events, at);
+  });
+  return new Promise((r) => ws.once('open', () => r(ws)));
+}
+
+async function latencyAndThroughput(): Promise<void> {
+  const dir = tmp();
+  const { s, port, emitted } = await timedServer(dir);
+  const N = 50;
+  const lat: number[] = [];
+  let done = 0;
+  let finish!: () => void;
+  const allDone = new Promise<void>((r) => {
+    finish = r;
+  });
+  let totalEvents = 0;
+  const clients = await Promise.all(
+    Array.from({ length: N }, () =>
+      client(port, (runId, events, at) => {
+        for (const e of events) {
+          const t = emitted.get(`${runId}/${e.seq}`);
+          if (t !== undefined) lat.push(at - t);
+          totalEvents++;
+          if (e.type === 'run.completed' && e.runId === runId && ++done === N) finish();
+        }
+      }),
+    ),
+  );
+  for (const c of clients) c.send(JSON.stringify({ type: 'subscribe', flowId: 'bench' }));
+  await new Promise((r) => setTimeout(r, 100));
+  const flow: Flow = { ...chain(300), id: 'bench', name: 'bench' };
+  const t0 = now();
+  const rec = await s.runs.start({ flow, input: 'go', source: 'api' });
+  await allDone;
+  const ms = now() - t0;
+  const perRun = s.store.catalog.data.runs[rec.id]!.lastSeq;
+  results.wsLatency50Clients = {
+    events: perRun,
+    p50ms: r3(pct(lat, 50)),
+    p99ms: r3(pct(lat, 99)),
+    maxms: r3(Math.max(...lat)),
+  };
+  results.wsThroughput50Clients = {
+    eventsPerSecondPerRun: Math.round(perRun / (ms / 1000)),
+    deliveriesPerSecond: Math.round(totalEvents / (ms / 1000)),
+  };
+  for (const c of clients) c.close();
+  await s.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function logAppendBench(): Promise<void> {
+  results.logAppend = {};
+  const mk = (seq: number): RunEvent =>
+    ({
+      runId: 'r',
+      seq,
+      ts: Date.now(),
+      type: 'model.completed',
+      nodeId: 'a1',
+      text: 'x'.repeat(120),
+    }) as RunEvent;
+  for (const withFsync of [false, true]) {
+    const dir = tmp();
+    const { log } = EventLog.open(join(dir, 'events.jsonl'), 'r');
+    const batches: number[] = [];
+    let seq = 0;
+    const t0 = now();
+    for (let b = 0; b < 10; b++) {
+      const tb = now();
+      for (let i = 0; i < 1000; i++) {
+        log.append(mk(++seq));
+        if (seq % 10 === 0) {
+          log.flush();
+          if (withFsync) await log.sync();
+        }
+      }
+      log.flush();
+      batches.push(now() - tb);
+    }
+    const ms = now() - t0;
+    await log.close();
+    rmSync(dir, { recursive: true, force: true });
+    (results.logAppend as Record<string, unknown>)[withFsync ? 'withTurnFsync' : 'withoutFsync'] = {
+      events: 10_000,
+      eventsPerSecond: Math.round(10_000 / (ms / 1000)),
+      usPerAppendFirst1000: r3(batches[0]!),
+      usPerAppendLast1000: r3(batches[9]!),
+    };
+  }
+}
+
+/** A chain of 100 streamed to one loopback client: our server vs a plain ws reference. */
+async function chainVsReference(): Promise<void> {
+  const STEPS = 100;
+  const flow: Flow = { ...chain(STEPS), id: 'chain', name: 'chain' };
+  const reps = 5;
+
+  // Reference: the engine's events batched per event-loop turn and sent over a bare ws server.
+  const ref: number[] = [];
+  const refLag: number[] = [];
+  for (let k = 0; k < reps; k++) {
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise((r) => wss.once('listening', r));
+    const port = (wss.address() as { port: number }).port;
+    const conn = new Promise<WebSocket>((r) => wss.once('connection', (ws) => r(ws)));
+    let ended = 0;
+    let runEnd = 0;
+    const got = new Promise<void>((res) => {
+      const c = new WebSocket(`ws://127.0.0.1:${port}`);
+      c.on('message', (d) => {
+        const m = JSON.parse(String(d));
+        if ((m.events as RunEvent[]).some((e) => e.type === 'run.completed')) {
+          ended = now();
+          c.close();
+          res();
+        }
+      });
+    });
+    const server = await conn;
+    let batch: RunEvent[] = [];
+    let scheduled = false;
+    const t0 = now();
+    const h = runFlow(flow, 'go', {
+      onEvent: (e) => {
+        batch.push(e);
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(() => {
+            scheduled = false;
+            const b = batch;
+            batch = [];
+            server.send(JSON.stringify({ type: 'events', runId: e.runId, events: b }));
+          });
+        }
+      },
+    });
+    await h.result;
+    runEnd = now();
+    await got;
+    ref.push((ended - t0) / STEPS);
+    refLag.push(ended - runEnd);
+    wss.close();
+  }
+
+  // Ours: the real server (log writes, per-turn checkpoint, catalog, hub), in both durability modes.
+  const engineOnly: number[] = [];
+  for (let k = 0; k < reps; k++) {
+    const t0e = now();
+    await runFlow(flow, 'go').result;
+    engineOnly.push((now() - t0e) / STEPS);
+  }
+  const med = (xs: number[]) => pct(xs, 50);
+  const out: Record<string, unknown> = {
+    engineOnlyMsPerStep: r3(med(engineOnly)),
+    referenceWsMsPerStep: r3(med(ref)),
+    referenceDeliveredAfterEndMs: r3(med(refLag)),
+  };
+  for (const durability of ['os', 'fsync'] as const) {
+    const ours: number[] = [];
+    const oursLag: number[] = [];
+    for (let k = 0; k < reps; k++) {
+      const dir = tmp();
+      let runEnd = 0;
+      const wrapped: RunFlow = (f, input, options = {}) => {
+        const h = runFlow(f, input, options);
+        void h.result.then(() => {
+          runEnd = now();
+        });
+        return h;
+      };
+      const s = await createServer({
+        dataDir: dir,
+        port: 0,
+        editorDir: false,
+        durability,
+        runs: { runFlow: wrapped },
+      });
+      const { port } = await s.listen();
+      let ended = 0;
+      const got = new Promise<void>((res) => {
+        void client(port, (_runId, events) => {
+          if (events.some((e) => e.type === 'run.completed')) {
+            ended = now();
+            res();
+          }
+        }).then((ws) => ws.send(JSON.stringify({ type: 'subscribe', flowId: 'chain' })));
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      const t0 = now();
+      await s.runs.start({ flow, input: 'go', source: 'api' });
+      await got;
+      ours.push((ended - t0) / STEPS);
+      oursLag.push(ended - runEnd);
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    out[durability === 'os' ? 'serverNoFsync' : 'serverTurnFsync'] = {
+      msPerStep: r3(med(ours)),
+      ratioToReference: r3(med(ours) / med(ref)),
+      deliveredAfterRunEndMs: r3(med(oursLag)),
+    };
+  }
+  results.chain100 = out;
+}
+
+async function httpCompare(): Promise<void> {
+  const load = async (port: number, ms: number): Promise<number> => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+    let n = 0;
+    const end = now() + ms;
+    const worker = async () => {
+      while (now() < end) {
+        await new Promise<void>((res, rej) => {
+          const req = request(
+            { host: '127.0.0.1', port, path: '/api/health', agent, headers: { host: `127.0.0.1:${port}` } },
+            (r) => {
+              r.resume();
+              r.on('end', () => {
+                if (r.statusCode === 200) n++;
+                res();
+              });
+            },
+          );
+          req.on('error', rej);
+          req.end();
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: 32 }, worker));
+    agent.destroy();
+    return n / (ms / 1000);
+  };
+  const out: Record<string, number> = {};
+  for (const kind of ['bare', 'fastify', 'bare', 'fastify']) {
+    const dir = tmp();
+    const child = spawn(
+      process.execPath,
+      ['--conditions=source', '--import', 'tsx', join(HERE, 'http-target.ts'), kind, dir],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const port = await new Promise<number>((res) => {
+      let buf = '';
+      child.stdout!.on('data', (d) => {
+        buf += d;
+        const m = /PORT (\d+)/.exec(buf);
+        if (m) res(Number(m[1]));
+      });
+    });
+    await load(port, 500); // warm-up
+    const rps = await load(port, 3000);
+    out[kind] = Math.max(out[kind] ?? 0, rps);
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    rmSync(dir, { recursive: true, force: true });
+  }
+  results.http = {
+    bareReqPerSec: Math.round(out.bare!),
+    fastifyReqPerSec: Math.round(out.fastify!),
+    ratio: r3(out.fastify! / out.bare!),
+  };
+}
+
+const only = process.argv[2];
+const sections: Array<[string, () => Promise<void>]> = [
+  ['latency', latencyAndThroughput],
+  ['log', logAppendBench],
+  ['chain', chainVsReference],
+  ['http', httpCompare],
+];
+for (const [name, fn] of sections) {
+  if (only && only !== name) continue;
+  await fn();
+  console.log(
+    name,
+    JSON.stringify(
+      results[
+        name === 'latency'
+          ? 'wsLatency50Clients'
+          : name === 'log'
+            ? 'logAppend'
+            : name === 'chain'
+              ? 'chain100'
+              : 'http'
+      ],
+    ),
+  );
+}
+if (!only) {
+  results.machine = {
+    node: process.version,
+    cpus: (await import('node:os')).cpus().length,
+    at: new Date().toISOString(),
+  };
+  writeFileSync(join(HERE, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+}
+console.log(JSON.stringify(results, null, 2));
