@@ -121,7 +121,13 @@ export class McpConnection {
     this.state = 'connecting';
     this.protocolErrors = 0;
     const client = new Client({ name: 'switchboard', version: '0.1.0' }, { capabilities: {} });
-    const transport = this.makeTransport();
+    let transport: Transport;
+    try {
+      transport = this.makeTransport();
+    } catch (e) {
+      this.state = 'idle';
+      return this.fail(`${this.spec.label}: cannot create the transport: ${errorText(e)}`);
+    }
     this.transport = transport;
     this.client = client;
     client.onerror = (e) => this.onProtocolError(client, e);

@@ -164,6 +164,7 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
     }
     if ('url' in cfg) {
       const url = resolveEnvRefs(cfg.url, env, `${where}.url`);
+      if (!URL.canParse(url)) throw new McpHostError('mcp.bad-config', `${where}.url is not a valid URL`);
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(cfg.headers ?? {}))
         headers[k] = resolveEnvRefs(v, env, `${where}.headers.${k}`);
