@@ -50,6 +50,7 @@ import {
   type ModelRequest,
 } from '../models/types.js';
 import type { ToolHandle, ToolHostContext } from '../tools/types.js';
+import { type AcpBackendConfig, type AcpSession, acpBehavior } from './acp-agent.js';
 import { errorInfo } from './error-info.js';
 import { Cancelled, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
@@ -124,6 +125,12 @@ export class Run {
   private readonly candidateCache = new Map<string, Candidate[]>();
   private readonly onEvent: ((e: RunEvent) => void) | undefined;
   private manyListeners = false;
+  /** ACP agent processes of this run, by node id (closed when the run ends). */
+  private readonly acpAgents = new Map<
+    string,
+    Promise<{ session: AcpSession; close: () => Promise<void> }>
+  >();
+  private acpFlow: FlowBehavior | undefined;
   private readonly stateViews = new WeakMap<RunData, StateView>();
   private nestedCount = 0;
   readonly registry: KindRegistry;
@@ -277,6 +284,7 @@ export class Run {
     this.pauseGate?.resolve();
     const release = this.options.tools?.release(this.runId);
     if (release) release.catch(() => {});
+    for (const a of this.acpAgents.values()) a.then((x) => x.close()).catch(() => {});
     this.resolveResult(r);
   }
 
@@ -857,6 +865,57 @@ export class Run {
     return t[t.length - 1];
   }
 
+  private acpBehavior(): FlowBehavior {
+    this.acpFlow ??= acpBehavior({
+      agentFor: (nodeId, backend) => this.acpAgentFor(nodeId, backend).then((a) => a.session),
+      emitModel: (nc, type, text) => {
+        const n = nc as unknown as NodeCtx;
+        if (type === 'model.delta') this.emit(n.cx, { type, nodeId: n.node.id, text });
+        else {
+          n.modelName = `acp:${(n.node.config.backend as AcpBackendConfig).command}`;
+          this.emit(n.cx, {
+            type,
+            nodeId: n.node.id,
+            text,
+            usage: { promptTokens: 0, completionTokens: 0 },
+            model: n.modelName,
+            finishReason: 'stop',
+          });
+        }
+      },
+    });
+    return this.acpFlow;
+  }
+
+  /** Spawns (once per run) the ACP process of an agent, after checking the operator's consent. */
+  private acpAgentFor(nodeId: string, backend: AcpBackendConfig) {
+    let p = this.acpAgents.get(nodeId);
+    if (!p) {
+      p = (async () => {
+        const { requireCommandConsent } = await import('../mcp/consent.js');
+        const index = this.flow.nodes.findIndex((n) => n.id === nodeId);
+        try {
+          requireCommandConsent(backend, `/nodes/${index}/config/backend`, { flowRef: this.flow.id });
+        } catch (e) {
+          throw new NodeError('consent_required', (e as Error).message, 1, false);
+        }
+        const { createAcpAgent } = await import('../acp/index.js');
+        const cfg: Parameters<typeof createAcpAgent>[0] = { command: backend.command };
+        if (backend.args) cfg.args = backend.args;
+        if (backend.env) cfg.env = backend.env;
+        if (backend.cwd !== undefined) cfg.cwd = backend.cwd;
+        const agent = createAcpAgent(cfg);
+        return {
+          session: { prompts: 0, prompt: (text, o) => agent.prompt(text, o) } as AcpSession,
+          close: () => agent.close(),
+        };
+      })();
+      this.acpAgents.set(nodeId, p);
+      p.catch(() => this.acpAgents.delete(nodeId));
+    }
+    return p;
+  }
+
   /** Calls in flight listen on the run's signal; parallel work legitimately adds many (set once, lazily: it is not cheap). */
   private allowManyListeners(): void {
     if (this.manyListeners) return;
@@ -927,7 +986,10 @@ export class Run {
   /** Runs one node: events, observers, retries, commit. Returns its outcome or its failure. */
   private async execute(cx: Ctx, cur: Cursor, node: GNode): Promise<Outcome | Failed> {
     if (this.breakpoints.has(node.id)) await this.pauseNow(cx, `breakpoint at ${node.id}`);
-    const beh = node.behavior as FlowBehavior | undefined;
+    const beh =
+      node.role === 'agent' && node.config.backend !== undefined
+        ? this.acpBehavior()
+        : (node.behavior as FlowBehavior | undefined);
     if (beh?.type !== 'flow')
       throw new RunFailure(
         'flow_invalid',
