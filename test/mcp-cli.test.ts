@@ -69,7 +69,7 @@ function runCli(args: string[], input?: string): Promise<{ code: number | null; 
   });
 }
 
-describe('switchboard mcp FLOW', () => {
+describe('switchboard mcp FLOW', { timeout: 120_000 }, () => {
   it('over stdio: one tool from the flow, progress while it runs, the answer as the result', async () => {
     const client = await stdioClient(['mcp', BRIEF]);
     const { tools } = await client.listTools();
@@ -200,7 +200,7 @@ describe('switchboard mcp FLOW', () => {
   });
 });
 
-describe('switchboard trust FLOW', () => {
+describe('switchboard trust FLOW', { timeout: 120_000 }, () => {
   it('lists each command in full, approves with --yes, and is then satisfied', async () => {
     const listed = await runCli(['trust', NEEDS_CONSENT]);
     expect(listed.code).toBe(3);
@@ -221,7 +221,7 @@ describe('switchboard trust FLOW', () => {
   });
 });
 
-describe('switchboard trust FLOW --tools', () => {
+describe('switchboard trust FLOW --tools', { timeout: 120_000 }, () => {
   it('pins tools, reports a changed description and re-approves it only when told', async () => {
     const descFile = join(tmp.dir, 'desc.txt');
     writeFileSync(descFile, 'Echo, version one.');
@@ -251,7 +251,7 @@ describe('switchboard trust FLOW --tools', () => {
   });
 });
 
-describe('switchboard mcp-builtin NAME', () => {
+describe('switchboard mcp-builtin NAME', { timeout: 120_000 }, () => {
   it('serves the documents built-in over stdio to the SDK client', async () => {
     const client = await stdioClient(['mcp-builtin', 'documents', '--data-dir', join(tmp.dir, 'data')]);
     const names = (await client.listTools()).tools.map((t) => t.name);

@@ -76,7 +76,7 @@ function fixtureChildren(): number[] {
   return out;
 }
 
-describe('a tool that never answers', () => {
+describe('a tool that never answers', { timeout: 120_000 }, () => {
   it('100 calls each end within timeout + 1 s with a typed error; every one is cancelled at the server; nothing leaks', async () => {
     const fdsBefore = fdCount();
     const TIMEOUT = 300;
@@ -123,7 +123,7 @@ describe('a tool that never answers', () => {
   });
 });
 
-describe('a server that exits mid-call', () => {
+describe('a server that exits mid-call', { timeout: 120_000 }, () => {
   it('gives a typed error, is restarted once, and then fails clearly', async () => {
     const { rc, tool } = await faultyTools('exit');
     const firstPid = pool.connections()[0]!.pid;
@@ -146,7 +146,7 @@ describe('a server that exits mid-call', () => {
   });
 });
 
-describe('a server that writes non-JSON to stdout', () => {
+describe('a server that writes non-JSON to stdout', { timeout: 120_000 }, () => {
   it('ends the call with a typed error and closes the broken connection', async () => {
     const { rc, tool } = await faultyTools('garbage', {}, 5000);
     const r = await tool('garbage').call({}, { signal: never });
@@ -162,7 +162,7 @@ describe('a server that writes non-JSON to stdout', () => {
   });
 });
 
-describe('a server that floods stderr', () => {
+describe('a server that floods stderr', { timeout: 120_000 }, () => {
   it('answers, while the log events it causes stay bounded', async () => {
     const heapBefore = process.memoryUsage().heapUsed;
     const { rc, tool } = await faultyTools('flood', { FLOOD_MB: '20' }, 60_000);
@@ -178,7 +178,7 @@ describe('a server that floods stderr', () => {
   });
 });
 
-describe('a server that sends 10 MiB in one message', () => {
+describe('a server that sends 10 MiB in one message', { timeout: 120_000 }, () => {
   it('is cut off at the message limit with a typed error; the next call restarts it', async () => {
     const { tool } = await faultyTools('huge', {}, 30_000);
     const r = await tool('huge').call({}, { signal: never });

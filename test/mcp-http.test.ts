@@ -65,7 +65,7 @@ afterEach(async () => {
   tmp.cleanup();
 });
 
-describe('server-everything over streamable HTTP', () => {
+describe('server-everything over streamable HTTP', { timeout: 120_000 }, () => {
   it('is refused on loopback unless the operator allowed it', async () => {
     const host = createMcpToolHost(toolFlow({ ev: { url } }), { pool, trust });
     const err = await host.toolsFor('a1', runContext('h0').ctx).then(

@@ -73,7 +73,7 @@ const json = (body: unknown) => ({
   headers: { 'content-type': 'application/json' },
 });
 
-describe('dangerous commands arriving through the REST API', () => {
+describe('dangerous commands arriving through the REST API', { timeout: 120_000 }, () => {
   it('are never spawned without the local operator’s consent', async () => {
     const markers = join(tmp.dir, 'markers');
     mkdirSync(markers);
