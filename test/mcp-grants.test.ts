@@ -55,7 +55,7 @@ function rng(seed: number) {
   };
 }
 
-describe('grants', () => {
+describe('grants', { timeout: 120_000 }, () => {
   it('a scripted caller trying 1,000 random tool names executes none outside its grant', async () => {
     const faulty: ServerCfg = { command: process.execPath, args: [FAULTY], env: { FAULTY_LOG: logFile } };
     trust.approve(commandLineOf(faulty));
@@ -138,7 +138,7 @@ describe('grants', () => {
   });
 });
 
-describe('tool names', () => {
+describe('tool names', { timeout: 120_000 }, () => {
   it('are pattern-valid, collision-free and independent of discovery order', () => {
     const reqs = [
       { toolNodeId: 'a.b', remoteName: 'x' },
@@ -179,7 +179,7 @@ describe('tool names', () => {
   });
 });
 
-describe('pinning', () => {
+describe('pinning', { timeout: 120_000 }, () => {
   it('a tool whose description changes (list_changed) is disabled and not called until re-approved', async () => {
     const faulty: ServerCfg = { command: process.execPath, args: [FAULTY], env: { FAULTY_LOG: logFile } };
     trust.approve(commandLineOf(faulty));

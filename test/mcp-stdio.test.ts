@@ -40,7 +40,9 @@ afterEach(async () => {
   tmp.cleanup();
 });
 
-describe('the reference filesystem server (@modelcontextprotocol/server-filesystem) over stdio', () => {
+describe('the reference filesystem server (@modelcontextprotocol/server-filesystem) over stdio', {
+  timeout: 120_000,
+}, () => {
   it('is discovered with tools/list, narrowed by the tool filter, and called', async () => {
     const root = join(tmp.dir, 'root');
     mkdirSync(root);
@@ -90,7 +92,7 @@ describe('the reference filesystem server (@modelcontextprotocol/server-filesyst
   });
 });
 
-describe('the environment of a spawned server', () => {
+describe('the environment of a spawned server', { timeout: 120_000 }, () => {
   const SECRETS: Record<string, string> = {
     OPENAI_API_KEY: 'sk-test-openai-secret-1',
     ANTHROPIC_API_KEY: 'sk-ant-secret-2',
@@ -149,7 +151,7 @@ describe('the environment of a spawned server', () => {
   });
 });
 
-describe('consent: dangerous commands written into a flow', () => {
+describe('consent: dangerous commands written into a flow', { timeout: 120_000 }, () => {
   it('spawns none of 32 forms without consent, names each command line and how to approve it', async () => {
     const markers = join(tmp.dir, 'markers');
     mkdirSync(markers);
