@@ -3,12 +3,48 @@ import './styles.css';
 import { defaultRegistry } from '@switchboard/nodes';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
+import { Collab, ROOM_RE } from './collab/collab.js';
+import { loadIdentity } from './collab/identity.js';
 import { FlowApi, tokenFromHash } from './model/api.js';
 import { DraftStore } from './model/persist.js';
+import { templates } from './model/templates.js';
+import { RunSession } from './run/runSession.js';
 import { EditorStore } from './store/editorStore.js';
 import { App } from './ui/App.js';
-import { blankFlow } from './ui/actions.js';
+import { blankFlow, uniqueUntitledId } from './ui/actions.js';
 import { BENCH_MODE } from './ui/bench.js';
+
+function parseOr(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    // A draft from an older editor that no longer parses: start fresh rather than fail.
+    return undefined;
+  }
+}
+
+const idOf = (v: unknown) => (v && typeof v === 'object' ? (v as { id?: unknown }).id : undefined);
+
+/**
+ * The flow to start with when served: `?flow=<id>` names a co-editing room (the shared link);
+ * until the room answers it shows the draft of that flow, the server's copy, the template of
+ * that name or a blank flow with that id. Without it, the draft or a new flow.
+ */
+async function firstFlow(api: FlowApi, draft: unknown, wanted: string | null): Promise<unknown> {
+  if (!wanted || !ROOM_RE.test(wanted)) return draft ?? blankFlow(uniqueUntitledId());
+  if (idOf(draft) === wanted) return draft;
+  try {
+    // Listed first, so that a flow the server does not have costs no failed request.
+    if ((await api.list()).some((f) => f.id === wanted)) return JSON.parse(await api.get(wanted));
+  } catch {
+    // Not readable from the server: fall back to a template or a blank flow.
+  }
+  const t = templates().find((x) => x.file === wanted && !x.problem);
+  const fromTemplate = parseOr(t?.text);
+  if (idOf(fromTemplate) === wanted) return fromTemplate;
+  return blankFlow(wanted);
+}
 
 async function boot() {
   const store = new EditorStore({ registry: defaultRegistry });
@@ -18,25 +54,58 @@ async function boot() {
   if (token) history.replaceState(null, '', location.pathname + location.search);
   const candidate = new FlowApi(location.origin, token);
   const api = location.protocol.startsWith('http') && (await candidate.available()) ? candidate : undefined;
+  const draft = parseOr(drafts.load());
 
-  const draft = drafts.load();
-  let restored = false;
-  if (draft) {
+  let runs: RunSession | undefined;
+  let collab: Collab | undefined;
+  if (api) {
+    const session = new RunSession({ api, store });
+    runs = session;
+    session.start();
+    collab = new Collab({
+      store,
+      url: api.wsUrl('/api/yjs'),
+      protocols: api.wsProtocols(),
+      identity: loadIdentity(window.localStorage),
+      onRoom(room) {
+        // The address names the room, so it can be shared and reloaded.
+        const q = new URLSearchParams(location.search);
+        if (room) q.set('flow', room);
+        else q.delete('flow');
+        const search = q.toString();
+        history.replaceState(null, '', `${location.pathname}${search ? `?${search}` : ''}`);
+        const id = room ?? store.meta('id');
+        if (typeof id === 'string') void session.watchFlow(id);
+      },
+    });
+    const start = await firstFlow(api, draft, new URLSearchParams(location.search).get('flow'));
     try {
-      store.load(JSON.parse(draft));
-      restored = true;
+      collab.open(start);
     } catch {
-      // A draft from an older editor that no longer loads: start fresh rather than fail.
+      collab.open(blankFlow(uniqueUntitledId()));
     }
-  }
-  if (!restored) {
-    store.load(blankFlow());
-    drafts.markSaved(store.serialize());
+    if (start !== draft) drafts.markSaved(store.serialize());
+  } else {
+    let restored = false;
+    if (draft !== undefined) {
+      try {
+        store.load(draft);
+        restored = true;
+      } catch {
+        // A draft the editor cannot hold: start fresh.
+      }
+    }
+    if (!restored) {
+      store.load(blankFlow());
+      drafts.markSaved(store.serialize());
+    }
   }
   if (BENCH_MODE)
     window.__SB__ = {
       store,
       runState: store.runState,
+      runs,
+      collab,
       load(text: string) {
         store.load(JSON.parse(text));
       },
@@ -44,7 +113,7 @@ async function boot() {
     };
   createRoot(document.getElementById('root')!).render(
     <StrictMode>
-      <App store={store} drafts={drafts} api={api} />
+      <App store={store} drafts={drafts} api={api} runs={runs} collab={collab} />
     </StrictMode>,
   );
 }

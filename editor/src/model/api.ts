@@ -13,10 +13,45 @@ export interface FlowSummary {
 
 export type SaveResult = { ok: true } | { ok: false; errors: Problem[]; message: string };
 
+/** What the server says about a run (`GET /api/runs/:id`, the answer to `POST /api/runs`). */
+export interface RunSummary {
+  id: string;
+  flowId: string;
+  status: string;
+  createdAt: string;
+  lastSeq: number;
+  output?: unknown;
+  error?: { code: string; message: string };
+  scripted?: boolean;
+}
+
+/** A command to a live run, as `POST /api/runs/:id/commands` takes it. */
+export type RunCommandBody =
+  | { type: 'pause' | 'resume' | 'step' }
+  | { type: 'cancel'; reason?: string }
+  | { type: 'inject'; text: string; nodeId?: string }
+  | { type: 'answer'; answer: string; nodeId?: string }
+  | { type: 'breakpoint'; nodeId: string; on: boolean };
+
+/** The sentence an API error body carries: `{ error: { code, message } }` or older shapes. */
+export function errorMessage(body: unknown): string | undefined {
+  if (!body || typeof body !== 'object') return undefined;
+  const b = body as { error?: unknown; message?: unknown };
+  if (b.error && typeof b.error === 'object') {
+    const m = (b.error as { message?: unknown }).message;
+    if (typeof m === 'string') return m;
+  }
+  if (typeof b.message === 'string') return b.message;
+  if (typeof b.error === 'string') return b.error;
+  return undefined;
+}
+
 export class ApiError extends Error {
   constructor(
     message: string,
     readonly status: number,
+    /** The parsed error body, when there was one (e.g. a validator's `errors`). */
+    readonly body?: unknown,
   ) {
     super(message);
   }
@@ -82,9 +117,9 @@ export class FlowApi {
     let errors: Problem[] = [];
     let message = `Saving failed: HTTP ${r.status}`;
     try {
-      const body = (await r.json()) as { errors?: Problem[]; error?: string; message?: string };
+      const body = (await r.json()) as { errors?: Problem[] };
       if (Array.isArray(body.errors)) errors = body.errors;
-      const why = body.message ?? body.error;
+      const why = errorMessage(body);
       if (why) message = `Saving failed: ${why}`;
     } catch {
       // Not JSON: the status line says enough.
@@ -92,6 +127,65 @@ export class FlowApi {
     if (r.status === 401 || r.status === 403)
       message = 'Saving failed: the server wants a token (open the editor with #token=…)';
     return { ok: false, errors, message };
+  }
+
+  /** Sends a JSON body and returns the parsed answer, or throws with the server's sentence. */
+  private async call<T>(method: string, path: string, what: string, body?: unknown): Promise<T> {
+    const r = await this.request(method, path, body === undefined ? undefined : JSON.stringify(body));
+    let parsed: unknown;
+    try {
+      parsed = await r.json();
+    } catch {
+      parsed = undefined;
+    }
+    if (!r.ok) {
+      const why =
+        r.status === 401 ? 'the server wants a token (open the editor with #token=…)' : errorMessage(parsed);
+      throw new ApiError(`${what} failed: ${why ?? `HTTP ${r.status}`}`, r.status, parsed);
+    }
+    return parsed as T;
+  }
+
+  /**
+   * Starts a run of `flow` (sent whole, so unsaved edits run too) with `input`. `breakpoints`
+   * are set before the first node starts.
+   */
+  async startRun(flow: Flow, input: string, breakpoints: string[] = []): Promise<RunSummary> {
+    const body: Record<string, unknown> = { flow, input };
+    if (breakpoints.length) body.breakpoints = breakpoints;
+    const r = await this.call<{ run: RunSummary }>('POST', '/api/runs', 'Starting the run', body);
+    return r.run;
+  }
+
+  async command(runId: string, cmd: RunCommandBody): Promise<void> {
+    await this.call(
+      'POST',
+      `/api/runs/${encodeURIComponent(runId)}/commands`,
+      `The ${cmd.type} command`,
+      cmd,
+    );
+  }
+
+  /** The newest runs of a flow, newest first. */
+  async runsOf(flowId: string, limit = 1): Promise<RunSummary[]> {
+    const q = new URLSearchParams({ flowId, limit: String(limit) });
+    const r = await this.call<{ runs: RunSummary[] }>('GET', `/api/runs?${q}`, 'Listing runs');
+    return r.runs;
+  }
+
+  /** A WebSocket address on this server (`/api/ws`, `/api/yjs`), `ws:` or `wss:` as the page. */
+  wsUrl(path: string): string {
+    const u = new URL(path, this.base);
+    u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+    return u.toString();
+  }
+
+  /**
+   * Subprotocols for a WebSocket: browsers cannot set an Authorization header on an upgrade, so
+   * the token travels as `bearer.<token>` (the server never selects that one as the protocol).
+   */
+  wsProtocols(): string[] {
+    return this.token ? ['switchboard', `bearer.${this.token}`] : [];
   }
 
   async remove(id: string): Promise<void> {

@@ -96,16 +96,19 @@ export interface EditorStoreOptions {
 }
 
 export class EditorStore {
-  readonly doc: Y.Doc;
+  /** The document; replaced as a whole when the editor joins a co-editing room. */
+  private docNow: Y.Doc;
   readonly registry: KindRegistry;
-  readonly undoManager: Y.UndoManager;
+  private undo_: Y.UndoManager;
   readonly runState = new RunState();
+  /** Per node id: who else has it selected (`name|color` lines), from co-editing awareness. */
+  readonly presence = new KeyedStore<string>('');
   /** Per node/edge id: `''`, or `error\n…messages` / `warning\n…messages`. */
   readonly marks = new KeyedStore<ProblemMark>('');
   /** Per node id: what edges say about it (`2 tools`, `observes writer`). */
   readonly links = new KeyedStore<string>('');
 
-  private readonly p: ReturnType<typeof parts>;
+  private p: ReturnType<typeof parts>;
   private readonly nodeCache = new Map<string, { rf: SbNode; kind: string; parent?: string }>();
   private readonly edgeCache = new Map<string, SbEdge>();
   private readonly ui = new Map<string, NodeUi>();
@@ -126,20 +129,57 @@ export class EditorStore {
   constructor(opts: EditorStoreOptions) {
     this.registry = opts.registry;
     this.validateDelay = opts.validateDelay ?? 250;
-    this.doc = opts.doc ?? new Y.Doc();
-    this.p = parts(this.doc);
-    this.undoManager = new Y.UndoManager(
-      [this.p.meta, this.p.nodes, this.p.edges, this.p.nodeOrder, this.p.edgeOrder],
-      { trackedOrigins: new Set([LOCAL]), captureTimeout: 500 },
-    );
-    this.doc.on('afterTransaction', this.onTransaction);
+    this.docNow = opts.doc ?? new Y.Doc();
+    this.p = parts(this.docNow);
+    this.undo_ = this.newUndoManager();
+    this.docNow.on('afterTransaction', this.onTransaction);
     this.rebuildAll();
   }
 
+  get doc(): Y.Doc {
+    return this.docNow;
+  }
+
+  get undoManager(): Y.UndoManager {
+    return this.undo_;
+  }
+
+  private newUndoManager(): Y.UndoManager {
+    // Only this editor's own edits are undone; a co-editor's changes are never tracked.
+    return new Y.UndoManager([this.p.meta, this.p.nodes, this.p.edges, this.p.nodeOrder, this.p.edgeOrder], {
+      trackedOrigins: new Set([LOCAL]),
+      captureTimeout: 500,
+    });
+  }
+
   dispose(): void {
-    this.doc.off('afterTransaction', this.onTransaction);
+    this.docNow.off('afterTransaction', this.onTransaction);
     if (this.validateTimer) clearTimeout(this.validateTimer);
-    this.undoManager.destroy();
+    this.undo_.destroy();
+  }
+
+  /**
+   * Switches to another document (a co-editing room's): view state, selection and undo history
+   * start afresh, everything derived is rebuilt, and listeners hear one document change.
+   */
+  replaceDoc(doc: Y.Doc): void {
+    if (doc === this.docNow) return;
+    this.docNow.off('afterTransaction', this.onTransaction);
+    this.undo_.destroy();
+    this.docNow = doc;
+    this.p = parts(doc);
+    this.undo_ = this.newUndoManager();
+    doc.on('afterTransaction', this.onTransaction);
+    this.ui.clear();
+    this.selectedNodes.clear();
+    this.selectedEdges.clear();
+    this.nodeCache.clear();
+    this.edgeCache.clear();
+    this.version++;
+    this.rebuildAll();
+    this.recomputeLinks();
+    for (const fn of this.docListeners) fn();
+    this.validateNow();
   }
 
   // ---- reading --------------------------------------------------------------------------

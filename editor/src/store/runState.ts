@@ -1,7 +1,8 @@
 /**
  * Run highlighting on the canvas: which node is active and the status of each node in the
- * current run. Each node component subscribes to its own entry, so one run event re-renders at
- * most two node components (the node that stops being active and the one that becomes active).
+ * current run, which edge control last passed along, and where breakpoints are. Each node and
+ * edge component subscribes to its own entry, so one run event re-renders at most two node
+ * components (the node that stops being active and the one that becomes active), or two edges.
  * The live event stream feeds this store through `applyRunEvent`.
  */
 import { KeyedStore } from './keyed.js';
@@ -15,9 +16,18 @@ export interface NodeRunView {
 
 const IDLE: NodeRunView = Object.freeze({ active: false, status: 'idle' as const });
 
+/** An edge in the current run: control is passing along it now (`active`), or it did (`taken`). */
+export type EdgeRunView = '' | 'active' | 'taken';
+
+const RUN_END = new Set(['run.completed', 'run.failed', 'run.cancelled', 'run.interrupted']);
+
 export class RunState {
   readonly store = new KeyedStore<NodeRunView>(IDLE);
+  readonly edges = new KeyedStore<EdgeRunView>('');
+  /** Nodes a run pauses before (set by the person watching; sent with each run). */
+  readonly breakpoints = new KeyedStore<boolean>(false);
   private activeId: string | undefined;
+  private activeEdgeId: string | undefined;
 
   get(nodeId: string): NodeRunView {
     return this.store.get(nodeId);
@@ -41,14 +51,57 @@ export class RunState {
     if (cur.status !== status) this.store.set(nodeId, this.view(status, cur.active));
   }
 
-  /** Forgets the run: every node back to idle. */
-  reset(): void {
-    this.activeId = undefined;
-    this.store.replaceAll(new Map());
+  /** Marks the edge control passes along; the previous one becomes `taken`. */
+  setActiveEdge(edgeId: string | undefined): void {
+    if (this.activeEdgeId === edgeId) return;
+    const prev = this.activeEdgeId;
+    this.activeEdgeId = edgeId;
+    if (prev !== undefined) this.edges.set(prev, 'taken');
+    if (edgeId !== undefined) this.edges.set(edgeId, 'active');
   }
 
-  /** Follows the node events of a run (`node.started|completed|failed`, `input.requested`). */
-  applyRunEvent(ev: { type: string; nodeId?: string }): void {
+  get activeEdge(): string | undefined {
+    return this.activeEdgeId;
+  }
+
+  get activeNode(): string | undefined {
+    return this.activeId;
+  }
+
+  toggleBreakpoint(nodeId: string, on = !this.breakpoints.get(nodeId)): void {
+    this.breakpoints.set(nodeId, on);
+  }
+
+  breakpointList(): string[] {
+    return [...this.breakpoints.entries()].filter(([, on]) => on).map(([id]) => id);
+  }
+
+  /** Forgets the run: every node and edge back to idle (breakpoints stay). */
+  reset(): void {
+    this.activeId = undefined;
+    this.activeEdgeId = undefined;
+    this.store.replaceAll(new Map());
+    this.edges.replaceAll(new Map());
+  }
+
+  /**
+   * Follows a run's events: `node.started|completed|failed`, `input.requested`, `handover`
+   * (its edge) and the end of the run. `top` is false for events of a nested (delegated) run,
+   * whose end does not end the run being watched.
+   */
+  applyRunEvent(ev: { type: string; nodeId?: string; edgeId?: string }, top = true): void {
+    // Control passing along a handover edge, or a delegation called through its edge.
+    if (ev.type === 'handover' || (ev.type === 'tool.called' && ev.edgeId)) {
+      if (ev.edgeId) this.setActiveEdge(ev.edgeId);
+      return;
+    }
+    if (RUN_END.has(ev.type)) {
+      if (top) {
+        this.setActive(undefined);
+        this.setActiveEdge(undefined);
+      }
+      return;
+    }
     if (!ev.nodeId) return;
     if (ev.type === 'node.started') {
       this.setStatus(ev.nodeId, 'running');

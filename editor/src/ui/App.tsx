@@ -8,7 +8,9 @@ import { EditorContext, type EditorServices, type Toast, useDocVersion, useEdito
 import { Gallery, HelpDialog, PasteDialog } from './Dialogs.js';
 import { Inspector } from './Inspector.js';
 import { Palette } from './Palette.js';
+import { Presence } from './Presence.js';
 import { Problems } from './Problems.js';
+import { RunPanel } from './RunPanel.js';
 
 type Theme = 'light' | 'dark';
 type DialogName = 'gallery' | 'paste' | 'help' | undefined;
@@ -58,6 +60,7 @@ function Toolbar(props: { theme: Theme; setTheme(t: Theme): void; open(d: Dialog
         {name}
       </span>
       <SaveState />
+      <Presence />
       <span className="sb-spacer" />
       {b('btn-new', 'New', () => newFlow(services))}
       {b('btn-templates', 'Open…', () => props.open('gallery'), 'Templates and server flows')}
@@ -205,7 +208,10 @@ export function App(props: Omit<EditorServices, 'toast'>) {
           <Toolbar theme={theme} setTheme={setTheme} open={setDialog} />
           <div className="sb-main">
             <Palette />
-            <Canvas colorMode={theme} />
+            <div className="sb-center">
+              <Canvas colorMode={theme} />
+              <RunPanel />
+            </div>
             <aside
               className="sb-side"
               aria-label={sel.nodes.length || sel.edges.length ? 'Inspector' : 'Flow settings'}

@@ -4,12 +4,16 @@ import { isPlainObject, UnrepresentableFlowError } from '../model/flowDoc.js';
 import { autoLayout } from '../model/layout.js';
 import type { EditorServices } from './context.js';
 
-/** A new flow: a start, an end and one scripted model, so it runs without an API key. */
-export function blankFlow(): Flow {
+/**
+ * A new flow: a start, an end and one scripted model, so it runs without an API key. Served by
+ * a server, a new flow gets an id of its own (`untitled-k3x9`): the id names the co-editing
+ * room, and two people starting a flow each must not land in one room.
+ */
+export function blankFlow(id = 'untitled'): Flow {
   return {
     $schema: '../schemas/flow.schema.json',
     version: 1,
-    id: 'untitled',
+    id,
     name: 'Untitled flow',
     models: { default: { provider: 'scripted' } },
     nodes: [
@@ -18,6 +22,19 @@ export function blankFlow(): Flow {
     ],
     edges: [],
   };
+}
+
+/** An id for a new flow on a server: `untitled-` and four random letters or digits. */
+export function uniqueUntitledId(): string {
+  const a = new Uint8Array(4);
+  crypto.getRandomValues(a);
+  return `untitled-${[...a].map((b) => 'abcdefghijkmnpqrstuvwxyz23456789'[b % 32]).join('')}`;
+}
+
+/** Puts a flow on the canvas: into its co-editing room when served, else into this editor only. */
+export function openFlow(s: EditorServices, flow: unknown): void {
+  if (s.collab) s.collab.open(flow);
+  else s.store.load(flow);
 }
 
 /**
@@ -37,7 +54,7 @@ export function openText(s: EditorServices, text: string, source: string): boole
     return false;
   }
   try {
-    s.store.load(parsed.value);
+    openFlow(s, parsed.value);
   } catch (e) {
     const why = e instanceof UnrepresentableFlowError ? e.message : String(e);
     s.toast(`Cannot open ${source}: ${why}`, 'error', 'open-error');
@@ -50,7 +67,7 @@ export function openText(s: EditorServices, text: string, source: string): boole
 }
 
 export function newFlow(s: EditorServices): void {
-  s.store.load(blankFlow());
+  openFlow(s, blankFlow(s.collab ? uniqueUntitledId() : 'untitled'));
   s.drafts.markSaved(s.store.serialize());
 }
 

@@ -1,7 +1,9 @@
 /** The editor's services, handed to components through React context. */
 import { createContext, useContext, useSyncExternalStore } from 'react';
+import type { Collab } from '../collab/collab.js';
 import type { FlowApi } from '../model/api.js';
 import type { DraftStore } from '../model/persist.js';
+import type { RunSession } from '../run/runSession.js';
 import type { EditorStore } from '../store/editorStore.js';
 import type { KeyedStore } from '../store/keyed.js';
 
@@ -17,6 +19,10 @@ export interface EditorServices {
   drafts: DraftStore;
   /** Present when a Switchboard server answered. */
   api: FlowApi | undefined;
+  /** Runs on the server; present when a server answered. */
+  runs?: RunSession;
+  /** Co-editing through the server's Yjs rooms; present when a server answered. */
+  collab?: Collab;
   toast(text: string, kind?: Toast['kind'], testid?: string): void;
 }
 

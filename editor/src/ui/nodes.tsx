@@ -70,6 +70,8 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
   const { store } = useEditor();
   const def = store.registry.get(data.kind);
   const run = useKeyed(store.runState.store, id);
+  const breakpoint = useKeyed(store.runState.breakpoints, id);
+  const others = useKeyed(store.presence, id);
   const mark = useKeyed(store.marks, id);
   const link = useKeyed(store.links, id);
   const severity = mark ? mark.slice(0, mark.indexOf('\n')) : '';
@@ -81,20 +83,43 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
     severity ? `sb-node-${severity}` : '',
     run.active ? 'sb-run-active' : '',
     run.status !== 'idle' ? `sb-run-${run.status}` : '',
+    others ? 'sb-node-peer-selected' : '',
   ]
     .filter(Boolean)
     .join(' ');
+  // Co-editors who have this node selected: `name|color` per line.
+  const peers = others ? others.split('\n').map((l) => l.split('|') as [string, string]) : [];
+  const style = { '--accent': def?.display.color ?? '#6b7280' } as CSSProperties & Record<string, string>;
+  if (peers.length) style['--peer'] = peers[0]![1];
   return (
     <div
       className={cls}
-      style={{ '--accent': def?.display.color ?? '#6b7280' } as CSSProperties}
+      style={style}
       data-testid={`node-${id}`}
       data-kind={data.kind}
       data-problem={severity || undefined}
       data-run-status={run.status}
       data-run-active={run.active || undefined}
+      data-breakpoint={breakpoint || undefined}
+      data-peers={peers.map((p) => p[0]).join(', ') || undefined}
       title={messages || undefined}
     >
+      {breakpoint && (
+        <span
+          className="sb-node-breakpoint"
+          role="img"
+          aria-label="Breakpoint: the run pauses before this node"
+        />
+      )}
+      {peers.length > 0 && (
+        <span className="sb-node-peers" data-testid={`node-peers-${id}`}>
+          {peers.map(([name, color]) => (
+            <span key={name} className="sb-node-peer-tag" style={{ background: color }}>
+              {name}
+            </span>
+          ))}
+        </span>
+      )}
       <div className="sb-node-head">
         <span className="sb-node-icon" aria-hidden>
           {def?.display.icon ?? '?'}

@@ -79,7 +79,13 @@ export function registerRunRoutes(app: FastifyInstance, store: Store, runs: RunM
   };
 
   app.post<{
-    Body: { flowId?: string; flow?: unknown; input?: unknown; models?: Record<string, ModelConfigT> };
+    Body: {
+      flowId?: string;
+      flow?: unknown;
+      input?: unknown;
+      models?: Record<string, ModelConfigT>;
+      breakpoints?: string[];
+    };
   }>(
     '/api/runs',
     {
@@ -92,6 +98,12 @@ export function registerRunRoutes(app: FastifyInstance, store: Store, runs: RunM
             flow: { type: 'object' },
             input: {},
             models: { type: 'object', description: 'Replaces entries of the flow’s `models`' },
+            breakpoints: {
+              type: 'array',
+              maxItems: 1000,
+              items: { type: 'string', maxLength: 128 },
+              description: 'Node ids the run pauses before, set before its first node starts',
+            },
           },
         },
       },
@@ -112,7 +124,12 @@ export function registerRunRoutes(app: FastifyInstance, store: Store, runs: RunM
       }
       // The override is validated together with the flow, by the same validator.
       const { flow } = checkFlow(base);
-      const rec = await runs.start({ flow: flow as Flow, input: b.input ?? null, source: 'api' });
+      const rec = await runs.start({
+        flow: flow as Flow,
+        input: b.input ?? null,
+        source: 'api',
+        breakpoints: b.breakpoints,
+      });
       reply.code(201);
       return { run: rec };
     },

@@ -116,6 +116,8 @@ export class RunManager {
     input: unknown;
     source: RunRecord['source'];
     answers?: Record<string, string | string[]>;
+    /** Node ids to pause before; set before the engine takes its first step. */
+    breakpoints?: string[];
   }): Promise<RunRecord> {
     if (this.closing) throw new Error('the server is shutting down');
     const runFlow = await this.loadEngine();
@@ -138,7 +140,8 @@ export class RunManager {
     const spec: RunSpec = { version: 1, runId, flow: p.flow, input: p.input, createdAt: t };
     if (p.answers) spec.answers = p.answers;
     await this.store.writeSpec(spec);
-    this.launch(runFlow, record, spec, undefined);
+    const a = this.launch(runFlow, record, spec, undefined);
+    for (const nodeId of p.breakpoints ?? []) a.send({ type: 'breakpoint', nodeId, on: true });
     return record;
   }
 

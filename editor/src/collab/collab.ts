@@ -1,0 +1,208 @@
+/**
+ * Co-editing through `switchboard serve`: the flow on the canvas lives in the server's Yjs room
+ * named after its id (`/api/yjs/<flow id>`, y-protocols sync and awareness over y-websocket).
+ *
+ * Opening a flow joins its room with a fresh Y.Doc (two documents with separate histories
+ * cannot be merged without duplicating or losing entries). Until the room answers, the flow
+ * shows from a local copy; then either the room already holds the flow — someone is editing
+ * it — and the canvas switches to that live version, or the room is empty and is seeded with
+ * the local copy (edits made meanwhile included). Re-opening a flow with the id of the room
+ * the editor is in replaces the shared document, for everyone, as one change.
+ *
+ * Awareness carries each editor's name, colour and selected nodes; `EditorStore.presence`
+ * gets, per node, who else has it selected, so only those node faces re-render.
+ */
+
+import { WebsocketProvider } from 'y-websocket';
+import * as Y from 'yjs';
+import { assertRepresentable, LOAD, loadFlowIntoDoc, parts } from '../model/flowDoc.js';
+import type { EditorStore } from '../store/editorStore.js';
+import { type Identity, isIdentity } from './identity.js';
+
+/** Room names the server accepts (the flow-id pattern of its route). */
+export const ROOM_RE = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/;
+
+export interface Peer {
+  clientId: number;
+  name: string;
+  color: string;
+  selection: string[];
+  self: boolean;
+}
+
+export interface CollabSnapshot {
+  /** The room the editor is in (the flow id), if any. */
+  room?: string;
+  /** `connecting` until the room answered once; `live` while connected; `offline` after. */
+  status: 'none' | 'connecting' | 'live' | 'offline';
+  peers: Peer[];
+  /** How the last room was joined (set once the room answered). */
+  joined?: JoinInfo;
+}
+
+export interface JoinInfo {
+  room: string;
+  /** The room held the flow already: the canvas now shows the live version. */
+  adopted: boolean;
+  /** Other editors in the room at that moment. */
+  others: number;
+}
+
+export interface CollabOptions {
+  store: EditorStore;
+  /** `ws://host/api/yjs` (no trailing slash). */
+  url: string;
+  protocols?: string[];
+  identity: Identity;
+  /** Called when a room answered for the first time. */
+  onJoined?(info: JoinInfo): void;
+  /** Called whenever the room changes (including to none). */
+  onRoom?(room: string | undefined): void;
+  /** A WebSocket constructor (tests in Node). */
+  WebSocketPolyfill?: unknown;
+}
+
+function isEmptyDoc(doc: Y.Doc): boolean {
+  const p = parts(doc);
+  return p.meta.size === 0 && p.nodes.size === 0 && p.edges.size === 0;
+}
+
+const MAX_SELECTION = 200;
+
+export class Collab {
+  private provider: WebsocketProvider | undefined;
+  private snapshot: CollabSnapshot = { status: 'none', peers: [] };
+  private readonly listeners = new Set<() => void>();
+  private lastSelection: unknown;
+  private readonly offStore: () => void;
+
+  constructor(private readonly o: CollabOptions) {
+    // Publish this editor's selection when it changes (the store keeps its identity otherwise).
+    this.offStore = o.store.subscribe(() => {
+      const sel = o.store.getSelection();
+      if (sel === this.lastSelection) return;
+      this.lastSelection = sel;
+      this.provider?.awareness.setLocalStateField('selection', sel.nodes.slice(0, MAX_SELECTION));
+    });
+  }
+
+  subscribe = (fn: () => void): (() => void) => {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  };
+
+  getSnapshot = (): CollabSnapshot => this.snapshot;
+
+  get room(): string | undefined {
+    return this.snapshot.room;
+  }
+
+  private update(patch: Partial<CollabSnapshot>): void {
+    this.snapshot = { ...this.snapshot, ...patch };
+    for (const fn of this.listeners) fn();
+  }
+
+  /**
+   * Opens `flow` in the room of its id. Throws (changing nothing) when the editor cannot hold
+   * it. A flow whose id is no valid room name is edited here only.
+   */
+  open(flow: unknown): void {
+    assertRepresentable(flow);
+    const id = (flow as { id?: unknown }).id;
+    if (typeof id === 'string' && id === this.room && this.provider) {
+      this.o.store.load(flow);
+      return;
+    }
+    this.leave();
+    this.o.store.replaceDoc(new Y.Doc());
+    this.o.store.load(flow);
+    if (typeof id === 'string' && ROOM_RE.test(id)) this.join(id);
+  }
+
+  /** Joins room `id` from whatever the canvas shows now (its content seeds an empty room). */
+  join(id: string): void {
+    this.leave();
+    const doc = new Y.Doc();
+    const provider = new WebsocketProvider(this.o.url, id, doc, {
+      disableBc: true,
+      protocols: this.o.protocols ?? [],
+      // biome-ignore lint/suspicious/noExplicitAny: y-websocket types the polyfill as the DOM WebSocket
+      ...(this.o.WebSocketPolyfill ? { WebSocketPolyfill: this.o.WebSocketPolyfill as any } : {}),
+    });
+    this.provider = provider;
+    const awareness = provider.awareness;
+    this.lastSelection = this.o.store.getSelection();
+    awareness.setLocalState({ user: this.o.identity, selection: [] });
+    let adopted = false;
+    provider.on('sync', (synced: boolean) => {
+      if (!synced || adopted || this.provider !== provider) return;
+      adopted = true;
+      const empty = isEmptyDoc(doc);
+      if (empty) loadFlowIntoDoc(doc, this.o.store.toFlow(), LOAD);
+      this.o.store.replaceDoc(doc);
+      const joined = { room: id, adopted: !empty, others: Math.max(0, awareness.getStates().size - 1) };
+      this.update({ status: 'live', joined });
+      this.o.onJoined?.(joined);
+    });
+    provider.on('status', ({ status }: { status: string }) => {
+      if (this.provider !== provider || !adopted) return;
+      this.update({ status: status === 'connected' ? 'live' : 'offline' });
+    });
+    awareness.on('change', () => {
+      if (this.provider === provider) this.readPeers();
+    });
+    this.update({ room: id, status: 'connecting', peers: [], joined: undefined });
+    this.readPeers();
+    this.o.onRoom?.(id);
+  }
+
+  /** Leaves the room; the canvas keeps the document as it is, edited here only. */
+  leave(): void {
+    const p = this.provider;
+    if (!p) return;
+    this.provider = undefined;
+    p.awareness.setLocalState(null);
+    p.destroy();
+    this.o.store.presence.replaceAll(new Map());
+    this.update({ room: undefined, status: 'none', peers: [], joined: undefined });
+    this.o.onRoom?.(undefined);
+  }
+
+  dispose(): void {
+    this.leave();
+    this.offStore();
+  }
+
+  /** Changes this editor's name or colour for everyone in the room. */
+  setIdentity(identity: Identity): void {
+    this.o.identity = identity;
+    this.provider?.awareness.setLocalStateField('user', identity);
+  }
+
+  private readPeers(): void {
+    const p = this.provider;
+    if (!p) return;
+    const self = p.awareness.clientID;
+    const peers: Peer[] = [];
+    for (const [clientId, state] of p.awareness.getStates()) {
+      // Awareness comes from other browsers: take only well-formed names, colours and ids.
+      const st = state as { user?: unknown; selection?: unknown };
+      if (!isIdentity(st.user)) continue;
+      const selection = Array.isArray(st.selection)
+        ? st.selection
+            .filter((x): x is string => typeof x === 'string' && x.length <= 128)
+            .slice(0, MAX_SELECTION)
+        : [];
+      peers.push({ clientId, name: st.user.name, color: st.user.color, selection, self: clientId === self });
+    }
+    peers.sort((a, b) => (a.self === b.self ? a.clientId - b.clientId : a.self ? -1 : 1));
+    const byNode = new Map<string, string[]>();
+    for (const peer of peers) {
+      if (peer.self) continue;
+      for (const id of peer.selection)
+        byNode.set(id, [...(byNode.get(id) ?? []), `${peer.name}|${peer.color}`]);
+    }
+    this.o.store.presence.replaceAll(new Map([...byNode].map(([k, v]) => [k, v.join('\n')])));
+    this.update({ peers });
+  }
+}

@@ -1,0 +1,197 @@
+/**
+ * Runs from the editor: starts the flow on the canvas on the server, follows the run's events
+ * live and feeds them to the canvas (`RunState`: active node, node statuses, the edge control
+ * passes along) and to the run panel (`RunView`: transcript, status, the question a human node
+ * asks), and sends commands.
+ *
+ * Everyone watching a flow sees the same run: the session watches every run of the flow it is
+ * on, and follows the newest one that starts, whoever started it. On opening a flow it shows the
+ * flow's last run. Framework-free; React reads it through `subscribe`/`getSnapshot`.
+ */
+import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
+import { ApiError, type FlowApi, type RunCommandBody } from '../model/api.js';
+import type { EditorStore } from '../store/editorStore.js';
+import { type ConnectionState, RunEventsSocket, type SocketFactory } from './eventsSocket.js';
+import { EMPTY_VIEW, FINAL_PHASES, fold, type RunView } from './transcript.js';
+
+export interface RunSnapshot {
+  /** The flow whose runs are watched. */
+  flowId?: string;
+  view: RunView;
+  connection: ConnectionState;
+  /** A start or a command is on its way. */
+  busy: boolean;
+  /** The last thing that went wrong (a refused start, a command to a finished run). */
+  problem?: string;
+}
+
+/** Scripted replies at interpreter speed finish a run in milliseconds; a pace makes it watchable. */
+export function withPace(flow: Flow, latencyMs: number): Flow {
+  if (!(latencyMs > 0) || !flow.models) return flow;
+  const models: Record<string, unknown> = {};
+  for (const [name, m] of Object.entries(flow.models)) {
+    const cfg = m as { provider?: string; latencyMs?: number };
+    models[name] = cfg.provider === 'scripted' && cfg.latencyMs === undefined ? { ...cfg, latencyMs } : cfg;
+  }
+  return { ...flow, models: models as Flow['models'] };
+}
+
+export interface RunSessionOptions {
+  api: FlowApi;
+  store: EditorStore;
+  createSocket?: SocketFactory;
+  /** Most transcript entries kept. Default 2,000. */
+  maxEntries?: number;
+}
+
+export class RunSession {
+  readonly socket: RunEventsSocket;
+  private snapshot: RunSnapshot = { view: EMPTY_VIEW, connection: 'closed', busy: false };
+  private readonly listeners = new Set<() => void>();
+  private followed: string | undefined;
+  /** `ts` of the followed run's `run.started`, to prefer the newest run of a flow. */
+  private followedSince = 0;
+  /** Runs this editor started: followed whatever flow id they carry. */
+  private readonly mine = new Set<string>();
+  private flowId: string | undefined;
+
+  constructor(private readonly o: RunSessionOptions) {
+    this.socket = new RunEventsSocket({
+      url: o.api.wsUrl('/api/ws'),
+      protocols: o.api.wsProtocols(),
+      createSocket: o.createSocket,
+      onEvents: (runId, events) => this.onEvents(runId, events),
+      onState: (connection) => this.update({ connection }),
+      onServerError: (code, message) => {
+        if (code !== 'not-found') this.update({ problem: `Run events: ${message}` });
+      },
+    });
+  }
+
+  subscribe = (fn: () => void): (() => void) => {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  };
+
+  getSnapshot = (): RunSnapshot => this.snapshot;
+
+  get runId(): string | undefined {
+    return this.followed;
+  }
+
+  private update(patch: Partial<RunSnapshot>): void {
+    this.snapshot = { ...this.snapshot, ...patch };
+    for (const fn of this.listeners) fn();
+  }
+
+  start(): void {
+    this.socket.start();
+  }
+
+  stop(): void {
+    this.socket.stop();
+  }
+
+  /**
+   * Watches the runs of `flowId` (the flow now on the canvas) and shows its last run. Calling it
+   * again with the same id does nothing.
+   */
+  async watchFlow(flowId: string): Promise<void> {
+    if (this.flowId === flowId) return;
+    if (this.flowId !== undefined) this.socket.unwatchFlow(this.flowId);
+    this.forgetFollowed();
+    this.socket.forgetRuns();
+    this.flowId = flowId;
+    this.update({ flowId, view: EMPTY_VIEW, problem: undefined });
+    this.socket.watchFlow(flowId);
+    try {
+      const [last] = await this.o.api.runsOf(flowId, 1);
+      // Something newer may have started meanwhile; keep following that.
+      if (last && this.flowId === flowId && this.followed === undefined)
+        this.follow(last.id, Date.parse(last.createdAt) || 0);
+    } catch {
+      // No run list (older server, no token yet): live runs still arrive over the socket.
+    }
+  }
+
+  private forgetFollowed(): void {
+    if (this.followed !== undefined) this.socket.forgetRun(this.followed);
+    this.followed = undefined;
+    this.followedSince = 0;
+    this.o.store.runState.reset();
+  }
+
+  private follow(runId: string, since: number): void {
+    if (this.followed === runId) return;
+    this.forgetFollowed();
+    this.followed = runId;
+    this.followedSince = since;
+    this.update({ view: { ...EMPTY_VIEW, runId }, problem: undefined });
+    this.socket.watchRun(runId);
+  }
+
+  private onEvents(runId: string, events: RunEvent[]): void {
+    if (runId !== this.followed) {
+      const started = events.find(
+        (e): e is Extract<RunEvent, { type: 'run.started' }> => e.type === 'run.started' && e.runId === runId,
+      );
+      if (!started) return;
+      const ours = this.mine.has(runId) || started.flowId === this.flowId;
+      if (!ours || started.ts < this.followedSince) return;
+      this.follow(runId, started.ts);
+      // This frame starts at the run's first event: the view is built from it.
+    }
+    const rs = this.o.store.runState;
+    for (const e of events) rs.applyRunEvent(e, e.runId === runId);
+    const view = fold(this.snapshot.view, runId, events, { maxEntries: this.o.maxEntries });
+    this.update({ view });
+  }
+
+  /** Starts the flow on the canvas with `input`; scripted replies take `paceMs` each. */
+  async run(input: string, paceMs = 0): Promise<string | undefined> {
+    const { store, api } = this.o;
+    this.update({ busy: true, problem: undefined });
+    try {
+      const flow = withPace(store.toFlow(), paceMs);
+      const run = await api.startRun(flow, input, store.runState.breakpointList());
+      this.mine.add(run.id);
+      if (this.flowId !== flow.id) void this.watchFlow(flow.id);
+      this.follow(run.id, Date.parse(run.createdAt) || Date.now());
+      return run.id;
+    } catch (e) {
+      const body =
+        e instanceof ApiError ? (e.body as { errors?: Problem[]; warnings?: Problem[] }) : undefined;
+      if (Array.isArray(body?.errors) && body.errors.length)
+        store.setProblems({ errors: body.errors, warnings: body.warnings ?? [] });
+      this.update({ problem: (e as Error).message });
+      return undefined;
+    } finally {
+      this.update({ busy: false });
+    }
+  }
+
+  /** Sends a command to the followed run. */
+  async command(cmd: RunCommandBody): Promise<boolean> {
+    const runId = this.followed;
+    if (!runId) return false;
+    this.update({ busy: true, problem: undefined });
+    try {
+      await this.o.api.command(runId, cmd);
+      return true;
+    } catch (e) {
+      this.update({ problem: (e as Error).message });
+      return false;
+    } finally {
+      this.update({ busy: false });
+    }
+  }
+
+  /** Sets or clears a breakpoint; a live run gets it at once, later runs when they start. */
+  toggleBreakpoint(nodeId: string): void {
+    const rs = this.o.store.runState;
+    const on = !rs.breakpoints.get(nodeId);
+    rs.toggleBreakpoint(nodeId, on);
+    if (this.followed && !FINAL_PHASES.has(this.snapshot.view.phase) && this.snapshot.view.phase !== 'idle')
+      void this.command({ type: 'breakpoint', nodeId, on });
+  }
+}
