@@ -105,7 +105,7 @@ describe('crash recovery', () => {
   it('marks a run interrupted when its checkpoint is damaged, reporting the file and keeping it', async () => {
     const dir = dataDir();
     const id = await leaveRunning(dir, 1);
-    const cpFile = join(dir, 'runs', id, 'checkpoint.json');
+    const cpFile = join(dir, 'runs', id, 'checkpoints.jsonl');
     writeFileSync(cpFile, '{"version":1,"runId":');
     const s = await server(dir);
     expect(s.recovered.interrupted).toEqual([id]);
@@ -121,7 +121,7 @@ describe('crash recovery', () => {
     const dir = dataDir();
     const id = await leaveRunning(dir, 1);
     const { rmSync } = await import('node:fs');
-    rmSync(join(dir, 'runs', id, 'checkpoint.json'));
+    rmSync(join(dir, 'runs', id, 'checkpoints.jsonl'));
     const s = await server(dir);
     expect(s.recovered.interrupted).toEqual([id]);
     expect(s.store.catalog.data.runs[id]!.error!.message).toMatch(/before the first checkpoint/);

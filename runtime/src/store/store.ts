@@ -6,7 +6,7 @@
  *   DIR/catalog.json          lowdb catalog (flows, run index, settings)
  *   DIR/runs/<id>/run.json    what was started (flow, input)
  *   DIR/runs/<id>/events.jsonl
- *   DIR/runs/<id>/checkpoint.json
+ *   DIR/runs/<id>/checkpoints.jsonl  (append-only; the last line is current)
  *   DIR/runs/<id>/tools.jsonl
  */
 import { mkdirSync } from 'node:fs';
@@ -16,6 +16,7 @@ import type { RunEvent } from '@switchboard/schemas';
 import type { RunCheckpoint } from '../engine/types.js';
 import { fsyncDir } from './atomic.js';
 import { Catalog } from './catalog.js';
+import { CheckpointLog, readCheckpointLog } from './checkpoint-log.js';
 import { StoreError } from './errors.js';
 import { EventLog, scanEventLog } from './event-log.js';
 import { acquireLock, type DirLock } from './lock.js';
@@ -31,6 +32,7 @@ export function resolveDataDir(explicit?: string, env: NodeJS.ProcessEnv = proce
 
 export class Store {
   private readonly logs = new Map<string, EventLog>();
+  private readonly cpLogs = new Map<string, CheckpointLog>();
   /** Events of a few closed logs, so paged catch-up reads do not rescan a file per page. */
   private readonly closedCache = new Map<string, RunEvent[]>();
   private closed = false;
@@ -98,6 +100,8 @@ export class Store {
   }
 
   async closeLog(runId: string): Promise<void> {
+    this.cpLogs.get(runId)?.close();
+    this.cpLogs.delete(runId);
     const log = this.logs.get(runId);
     if (!log) return;
     this.logs.delete(runId);
@@ -119,14 +123,28 @@ export class Store {
     return events.slice(start, start + Math.min(limit, events.length));
   }
 
-  /** Durable checkpoint: the log is fsynced first, then the checkpoint replaced atomically. */
+  /**
+   * Durable checkpoint: the event log is flushed (and fsynced) first, then the checkpoint is
+   * appended to the run's checkpoint log (and fsynced): a checkpoint never points past the log.
+   */
   async writeCheckpoint(cp: RunCheckpoint): Promise<void> {
-    await this.logs.get(cp.runId)?.sync();
-    await writeJsonDurable(join(this.runDir(cp.runId), 'checkpoint.json'), cp, this.fsync);
+    const log = this.logs.get(cp.runId);
+    if (log) {
+      if (this.fsync) await log.sync();
+      else log.flush();
+    }
+    let cpl = this.cpLogs.get(cp.runId);
+    if (!cpl) {
+      cpl = new CheckpointLog(join(this.runDir(cp.runId), 'checkpoints.jsonl'), this.fsync);
+      this.cpLogs.set(cp.runId, cpl);
+    }
+    cpl.append(cp);
   }
 
-  readCheckpoint(runId: string): Promise<RunCheckpoint | undefined> {
-    return readJsonStrict(join(this.runDir(runId), 'checkpoint.json'), checkCheckpoint(runId));
+  /** The last checkpoint of a run (a torn final line is skipped; anything else damaged throws). */
+  async readCheckpoint(runId: string): Promise<RunCheckpoint | undefined> {
+    return readCheckpointLog(join(this.runDir(runId), 'checkpoints.jsonl'), checkCheckpoint(runId))
+      .checkpoint;
   }
 
   openJournal(runId: string): ToolJournal {
