@@ -102,7 +102,11 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
 
   const ownStore = !options.store;
   const store =
-    options.store ?? (await Store.open(options.dataDir ?? env.SWITCHBOARD_DATA ?? './.switchboard'));
+    options.store ??
+    (await Store.open(options.dataDir ?? env.SWITCHBOARD_DATA ?? './.switchboard', {
+      // `os`: no per-turn fsync (survives kill -9, not a power loss).
+      durability: options.durability ?? (env.SWITCHBOARD_DURABILITY === 'os' ? 'os' : 'fsync'),
+    }));
 
   const app = Fastify({
     logger: options.logger ?? false,
