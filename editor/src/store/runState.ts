@@ -104,8 +104,12 @@ export class RunState {
     }
     if (!ev.nodeId) return;
     if (ev.type === 'node.started') {
-      this.setStatus(ev.nodeId, 'running');
-      this.setActive(ev.nodeId);
+      // One change per node: the old active node loses the mark, the new one gets status and mark.
+      const prev = this.activeId;
+      this.activeId = ev.nodeId;
+      if (prev !== undefined && prev !== ev.nodeId)
+        this.store.set(prev, this.view(this.get(prev).status, false));
+      this.store.set(ev.nodeId, this.view('running', true));
     } else if (ev.type === 'node.completed') this.setStatus(ev.nodeId, 'completed');
     else if (ev.type === 'node.failed') this.setStatus(ev.nodeId, 'failed');
     else if (ev.type === 'input.requested') this.setStatus(ev.nodeId, 'waiting');
