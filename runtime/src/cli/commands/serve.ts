@@ -101,6 +101,8 @@ export function registerServe(program: Command, ctx: CliContext): void {
       });
       ctx.out('switchboard: shutting down; live runs continue at the next start\n');
       await server.close();
+      // MCP servers the runs started (pooled process-wide) stop with us.
+      await (await import('../../mcp/pool.js')).shutdownMcpPool();
       ctx.setExit(EXIT.ok);
     });
 }
