@@ -1,12 +1,15 @@
 /**
  * Browser test harness: serves the production build of the editor (editor/dist) from a tiny
- * static server on 127.0.0.1 and drives Debian's Chromium through playwright-core.
+ * static server or from the real Switchboard server on 127.0.0.1, and drives Debian's Chromium
+ * through playwright-core.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { serveStatic } from '../../editor/bench/static.js';
+import type { SwitchboardServer } from '../../runtime/src/server/index.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DIST = join(ROOT, 'editor', 'dist');
@@ -74,4 +77,31 @@ export async function mouseDrag(
   await page.mouse.move(from.x + 3, from.y + 3, { steps: 2 });
   await page.mouse.move(to.x, to.y, { steps });
   await page.mouse.up();
+}
+
+/**
+ * `switchboard serve` as the README starts it, on 127.0.0.1 and a free port, over a fresh data
+ * directory, serving the editor's production build. `close` stops it and removes the data.
+ */
+export async function startServer(): Promise<{
+  server: SwitchboardServer;
+  url: string;
+  dir: string;
+  close(): Promise<void>;
+}> {
+  requireBuild();
+  // Loaded here: the static-only tests need none of the server.
+  const { createServer } = await import('../../runtime/src/server/index.js');
+  const dir = mkdtempSync(join(tmpdir(), 'sb-e2e-'));
+  const server = await createServer({ dataDir: dir, host: '127.0.0.1', port: 0, editorDir: DIST });
+  const { url } = await server.listen();
+  return {
+    server,
+    url,
+    dir,
+    async close() {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

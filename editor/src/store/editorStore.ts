@@ -119,6 +119,7 @@ export class EditorStore {
   private snapshot: { nodes: SbNode[]; edges: SbEdge[] } = { nodes: [], edges: [] };
   private readonly listeners = new Set<() => void>();
   private readonly docListeners = new Set<() => void>();
+  private readonly loadListeners = new Set<() => void>();
   private problemSet: ProblemSet = { errors: [], warnings: [] };
   private readonly problemListeners = new Set<() => void>();
   private validateTimer: ReturnType<typeof setTimeout> | undefined;
@@ -180,6 +181,7 @@ export class EditorStore {
     this.recomputeLinks();
     for (const fn of this.docListeners) fn();
     this.validateNow();
+    for (const fn of this.loadListeners) fn();
   }
 
   // ---- reading --------------------------------------------------------------------------
@@ -195,6 +197,12 @@ export class EditorStore {
   onDocChange(fn: () => void): () => void {
     this.docListeners.add(fn);
     return () => this.docListeners.delete(fn);
+  }
+
+  /** Listens to whole-document loads (open, import, joining a room), e.g. to fit the view. */
+  onLoad(fn: () => void): () => void {
+    this.loadListeners.add(fn);
+    return () => this.loadListeners.delete(fn);
   }
 
   /** Increases with every document change. */
@@ -854,6 +862,7 @@ export class EditorStore {
     loadFlowIntoDoc(this.doc, flow);
     this.undoManager.clear();
     this.validateNow();
+    for (const fn of this.loadListeners) fn();
   }
 
   undo(): void {

@@ -9,9 +9,10 @@ import {
   Panel,
   ReactFlow,
   useConnection,
+  useNodesInitialized,
   useReactFlow,
 } from '@xyflow/react';
-import { type DragEvent, useCallback, useRef, useSyncExternalStore } from 'react';
+import { type DragEvent, useCallback, useEffect, useRef, useSyncExternalStore } from 'react';
 import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { useEditor } from './context.js';
 import { edgeTypes } from './edges.js';
@@ -49,6 +50,21 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
   const rf = useReactFlow<SbNode, SbEdge>();
   const { nodes, edges } = useSyncExternalStore(store.subscribe, store.getSnapshot);
   const box = useRef<HTMLDivElement>(null);
+  // A flow that was just opened is fitted into view once its nodes have been measured.
+  const fitPending = useRef(false);
+  const initialized = useNodesInitialized();
+  useEffect(
+    () =>
+      store.onLoad(() => {
+        fitPending.current = true;
+      }),
+    [store],
+  );
+  useEffect(() => {
+    if (!fitPending.current || !initialized || nodes.length === 0) return;
+    fitPending.current = false;
+    void rf.fitView();
+  }, [initialized, nodes, rf]);
   // Rendering aids that touch no React state: while the view moves, the viewport is its own
   // compositor layer (panning moves pixels instead of repainting every node); zoomed far out,
   // handles and detail lines are hidden (they are too small to use and cost paint per node).
