@@ -1,9 +1,14 @@
 // Public library surface of @switchboard/runtime. Heavy parts (openai, MCP, server) stay
 // behind lazy imports so that importing the library is cheap.
 
+export * from './engine/index.js';
 export * from './engine/types.js';
+export { defaultModelFactory } from './models/factory.js';
+export {
+  createScriptedProvider,
+  parseScript,
+  type ScriptEntry,
+  ScriptedProvider,
+} from './models/scripted.js';
 export * from './models/types.js';
 export * from './tools/types.js';
-export * from './engine/index.js';
-export { defaultModelFactory } from './models/factory.js';
-export { createScriptedProvider, parseScript, type ScriptEntry, ScriptedProvider } from './models/scripted.js';
