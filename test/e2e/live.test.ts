@@ -204,10 +204,19 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
     expect(errors).toEqual([]);
   });
 
-  it('a dropped connection resubscribes with its last seq and misses nothing', async () => {
+  it('a dropped connection resubscribes with its last seq and misses nothing; only the nodes an event is about re-render', async () => {
     await serve();
     const { page, errors } = await person('/?flow=support-triage&bench=1');
     await inRoom(page, 'support-triage');
+    const renders = () =>
+      page.evaluate(() => {
+        const c = (window as unknown as { __SB_RENDER_COUNTS__: Record<string, number> })
+          .__SB_RENDER_COUNTS__;
+        const copy = { ...c };
+        for (const k of Object.keys(c)) delete c[k];
+        return copy;
+      });
+    await renders();
     await page.getByTestId('btn-run').click();
     await expect.poll(async () => (await panel(page)).lastSeq, WAIT).toBeGreaterThan(3);
     type Hooks = { __SB__: { runs: { socket: { connections: number; dropConnection(): void } } } };
@@ -222,7 +231,20 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
     await phase(page, 'waiting');
     await page.getByTestId('answer-option-yes').click();
     await phase(page, 'completed');
-    await expectWholeRun(page);
+    const runId = await expectWholeRun(page);
+    // Node faces re-render only for the events about them: at most two per node event (the
+    // node losing the active mark and the one gaining it), and the rest of the canvas never.
+    const counts = await renders();
+    const nodeEvents = srv.server.store
+      .readEvents(runId, 0)
+      .filter((e) =>
+        ['node.started', 'node.completed', 'node.failed', 'input.requested'].includes(e.type),
+      ).length;
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    expect(total).toBeGreaterThan(0);
+    expect(total).toBeLessThanOrEqual(2 * nodeEvents);
+    for (const idle of ['diagnoser', 'fixer', 'generalist', 'kb', 'readme'])
+      expect(counts[idle] ?? 0, idle).toBe(0);
     // The browser logs the refused socket of a closing server; nothing else may go wrong.
     expect(errors.filter((e) => !/WebSocket/i.test(e))).toEqual([]);
   });
