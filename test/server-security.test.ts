@@ -57,6 +57,28 @@ describe('configuration', () => {
   });
 });
 
+describe('logs', () => {
+  it('never contain a token given as ?token=', async () => {
+    const lines: string[] = [];
+    const stream = { write: (l: string) => void lines.push(l) };
+    s = await testServer({ port: 0, token: TOKEN, logger: { level: 'info', stream } as never });
+    const { port } = await s.listen();
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/api/ws?token=${TOKEN}`, {
+      origin: `http://127.0.0.1:${port}`,
+    });
+    await new Promise((r) => ws.once('open', r));
+    ws.close();
+    const bad = new WebSocket(`ws://127.0.0.1:${port}/api/ws?token=${TOKEN}x`, {
+      origin: `http://127.0.0.1:${port}`,
+    });
+    await new Promise((r) => bad.once('unexpected-response', (q) => r(q.destroy())));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(lines.join('').length).toBeGreaterThan(0);
+    expect(lines.join('')).toContain('token=[redacted]');
+    expect(lines.join('')).not.toContain(TOKEN);
+  });
+});
+
 describe('route inventory on a non-loopback bind', () => {
   it('refuses every route and upgrade without a valid token, except the public list', async () => {
     s = await testServer({ host: '0.0.0.0', token: TOKEN, allowedHosts: ['sb.test:5170'] });

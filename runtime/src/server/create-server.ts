@@ -73,6 +73,26 @@ export interface SwitchboardServer {
   close(): Promise<void>;
 }
 
+/** Tokens given as `?token=` (WebSocket upgrades) never reach the logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&]token=)[^&]*/gi, '$1[redacted]');
+}
+
+function withRedaction(logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
+  if (!logger) return logger;
+  const base = typeof logger === 'object' ? logger : {};
+  return {
+    ...base,
+    serializers: {
+      req: (req: { method: string; url: string; ip?: string }) => ({
+        method: req.method,
+        url: redactUrl(req.url),
+        ip: req.ip,
+      }),
+    },
+  } as FastifyServerOptions['logger'];
+}
+
 export class ServerConfigError extends Error {
   override readonly name = 'ServerConfigError';
 }
@@ -109,7 +129,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     }));
 
   const app = Fastify({
-    logger: options.logger ?? false,
+    logger: withRedaction(options.logger ?? false),
     bodyLimit: BODY_LIMIT,
     trustProxy: false,
     // Keep JSON bodies bounded; the parser below checks depth and prototype keys.
