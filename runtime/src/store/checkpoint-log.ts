@@ -72,8 +72,9 @@ export class CheckpointLog {
     this.size = fstatSync(this.fd).size;
   }
 
-  append(cp: RunCheckpoint): void {
-    const line = Buffer.from(`${JSON.stringify(cp)}\n`);
+  /** Appends one serialised checkpoint (a JSON line ending in a newline). */
+  append(text: string): void {
+    const line = Buffer.from(text);
     if (this.size + line.length > this.compactAt && this.size > 0) {
       // Rewrite with only the new checkpoint (atomic), then keep appending to the new file.
       closeSync(this.fd);

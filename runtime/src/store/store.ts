@@ -128,6 +128,8 @@ export class Store {
    * appended to the run's checkpoint log (and fsynced): a checkpoint never points past the log.
    */
   async writeCheckpoint(cp: RunCheckpoint): Promise<void> {
+    // Serialised at once: the engine's snapshot is only valid until its next step.
+    const line = `${JSON.stringify(cp)}\n`;
     const log = this.logs.get(cp.runId);
     if (log) {
       if (this.fsync) await log.sync();
@@ -138,7 +140,7 @@ export class Store {
       cpl = new CheckpointLog(join(this.runDir(cp.runId), 'checkpoints.jsonl'), this.fsync);
       this.cpLogs.set(cp.runId, cpl);
     }
-    cpl.append(cp);
+    cpl.append(line);
   }
 
   /** The last checkpoint of a run (a torn final line is skipped; anything else damaged throws). */
