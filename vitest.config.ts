@@ -7,7 +7,10 @@ export default defineConfig({
   resolve: {
     // Tests run against the TypeScript sources; `pnpm build` is only for the CLI and the editor bundle.
     alias: {
+      // Subpaths before their package: an alias also matches `<key>/…`.
+      '@switchboard/schemas/core': src('./schemas/src/core.ts'),
       '@switchboard/schemas': src('./schemas/src/index.ts'),
+      '@switchboard/nodes/core': src('./nodes/src/core.ts'),
       '@switchboard/nodes': src('./nodes/src/index.ts'),
       '@switchboard/runtime': src('./runtime/src/index.ts'),
     },

@@ -9,7 +9,10 @@ export default defineConfig({
   resolve: {
     // The editor bundles the sources of the headless packages; it never imports the runtime.
     alias: {
+      // Subpaths before their package: an alias also matches `<key>/…`.
+      '@switchboard/schemas/core': src('../schemas/src/core.ts'),
       '@switchboard/schemas': src('../schemas/src/index.ts'),
+      '@switchboard/nodes/core': src('../nodes/src/core.ts'),
       '@switchboard/nodes': src('../nodes/src/index.ts'),
     },
   },

@@ -1,11 +1,4 @@
-export * from './codes.js';
-export * from './condition.js';
-export * from './edges.js';
-export * from './events.js';
-export * from './flow.js';
-export * from './json-schema.js';
-export * from './kinds.js';
-export * from './migrate.js';
-export * from './parse.js';
-export * from './serialize.js';
+// The light half (`./core.js`, also published as `@switchboard/schemas/core`) plus the
+// validator, which is the only module that loads Ajv.
+export * from './core.js';
 export * from './validate.js';

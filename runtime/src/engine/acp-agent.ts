@@ -12,7 +12,7 @@ import {
   type Message,
   type NodeContext,
   NodeError,
-} from '@switchboard/nodes';
+} from '@switchboard/nodes/core';
 
 export interface AcpBackendConfig {
   type: 'acp';

@@ -1,5 +1,5 @@
 /** Turns any failure into the `{ code, message, cause?, attempts? }` of run.failed / node.failed events. */
-import { NodeError } from '@switchboard/nodes';
+import { NodeError } from '@switchboard/nodes/core';
 import type { EventError } from '@switchboard/schemas';
 import { ModelError } from '../models/types.js';
 import { RunFailure } from './errors.js';

@@ -1,10 +1,12 @@
 /**
  * `runFlow(flow, input, options)`: the library entry point. It returns a handle at once; the
- * interpreter (with the validator and the node kinds) is loaded on the first run, so importing
- * the library stays cheap. The run starts after `runFlow` returns, so read `handle.events` first.
+ * interpreter (with the node kinds) is loaded on the first run, so importing the library stays
+ * cheap, and the validator (with Ajv, ~10 MB resident) only on the first run that asks for
+ * validation. The run starts after `runFlow` returns, so read `handle.events` first.
  */
 import type { Flow, RunEvent } from '@switchboard/schemas';
 import { EventQueue } from './event-queue.js';
+import type { Checker } from './start.js';
 import type { RunCommand, RunHandle, RunOptions, RunResult, RunStatus } from './types.js';
 
 export { Cancelled, type RunErrorCode, RunFailure } from './errors.js';
@@ -14,6 +16,8 @@ export type { CheckpointData, Cursor, RunData, Scope } from './state.js';
 type StartModule = typeof import('./start.js');
 let loaded: StartModule | undefined;
 let loading: Promise<StartModule> | undefined;
+let checker: Checker | undefined;
+let loadingChecker: Promise<Checker> | undefined;
 
 function loadEngine(): Promise<StartModule> {
   loading ??= import('./start.js').then((m) => {
@@ -21,6 +25,14 @@ function loadEngine(): Promise<StartModule> {
     return m;
   });
   return loading;
+}
+
+function loadChecker(): Promise<Checker> {
+  loadingChecker ??= import('@switchboard/nodes').then((m) => {
+    checker = m.validate;
+    return checker;
+  });
+  return loadingChecker;
 }
 
 interface RunLike {
@@ -42,8 +54,9 @@ class Handle implements RunHandle {
     options: RunOptions,
   ) {
     const opts = { ...options, runId };
+    const checks = options.validate !== false;
     const begin = (m: StartModule) => {
-      const s = m.startRun(flow, input, opts, this.queue);
+      const s = m.startRun(flow, input, opts, this.queue, checks ? checker : undefined);
       this.run = s.run;
       this.started = true;
       for (const c of this.pending.splice(0)) s.run?.send(c);
@@ -51,7 +64,9 @@ class Handle implements RunHandle {
     };
     // Once loaded, a run starts on the next microtask: no macrotask on the hot path.
     const m = loaded;
-    this.result = m ? Promise.resolve().then(() => begin(m)) : loadEngine().then(begin);
+    if (m && (!checks || checker)) this.result = Promise.resolve().then(() => begin(m));
+    else if (!checks) this.result = loadEngine().then(begin);
+    else this.result = Promise.all([loadEngine(), loadChecker()]).then(([m]) => begin(m));
   }
 
   get status(): RunStatus {

@@ -40,7 +40,7 @@ import {
   type TeamBehavior,
   type TeamContext,
   type ToolPort,
-} from '@switchboard/nodes';
+} from '@switchboard/nodes/core';
 import type { EventError, Flow, RunEvent } from '@switchboard/schemas';
 import { defaultModelFactory } from '../models/factory.js';
 import {

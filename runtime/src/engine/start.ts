@@ -1,14 +1,19 @@
 /**
  * The heavy half of `runFlow`: validates the flow and builds the interpreter. Loaded on the first
- * run (see index.ts), so that importing the library does not load the validator or the kinds.
+ * run (see index.ts), so that importing the library does not load the kinds. The validator is
+ * not imported here: index.ts loads it (and Ajv with it) only for runs that validate, and hands
+ * it in, so hosts that run pre-validated flows with `validate: false` never load it.
  */
-import { validate } from '@switchboard/nodes';
+import type { validate } from '@switchboard/nodes';
 import type { Flow, RunEvent } from '@switchboard/schemas';
 import { errorInfo } from './error-info.js';
 import { RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
 import { Run } from './run.js';
 import type { RunOptions, RunResult } from './types.js';
+
+/** `validate` of `@switchboard/nodes`, bound to the default registry. */
+export type Checker = typeof validate;
 
 export interface Started {
   run: Run | undefined;
@@ -21,11 +26,14 @@ export function startRun(
   input: unknown,
   options: RunOptions & { runId: string },
   queue: EventQueue,
+  check?: Checker,
 ): Started {
   let run: Run;
   try {
     if (options.validate !== false) {
-      const v = validate(flow, options.registry ? { kinds: options.registry } : {});
+      // Never skip validation silently: index.ts always hands the validator in when it is asked for.
+      if (!check) throw new RunFailure('internal', 'validation was asked for but no validator was loaded');
+      const v = check(flow, options.registry ? { kinds: options.registry } : {});
       if (!v.ok)
         throw new RunFailure(
           'flow_invalid',

@@ -6,7 +6,7 @@
  * gets a structured error instead, and after a bounded number of repairs the turn fails.
  */
 import type { Static } from '@sinclair/typebox';
-import { type ConditionT, checkAgainstSchema } from '@switchboard/schemas';
+import { type ConditionT, checkAgainstSchema } from '@switchboard/schemas/core';
 import { evaluateCondition } from '../../lib/condition.js';
 import { renderTemplate } from '../../lib/template.js';
 import {

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Condition } from '@switchboard/schemas';
+import { Condition } from '@switchboard/schemas/core';
 import { defineKind } from '../../kind.js';
 import { DELEGATE_OUT, FLOW_IN, FLOW_OUT, OBSERVE_IN, TOOLS_IN } from '../ports.js';
 import { agentBehavior } from './behavior.js';

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Condition } from '@switchboard/schemas';
+import { Condition } from '@switchboard/schemas/core';
 import { defineKind } from '../../kind.js';
 import { FLOW_IN, FLOW_OUT } from '../ports.js';
 import { deciderBehavior } from './behavior.js';

@@ -8,7 +8,7 @@
  * - `reflection`: when its rule holds after a turn, a reminder goes into the agent's inbox.
  */
 import type { Static } from '@sinclair/typebox';
-import { type ConditionT, checkAgainstSchema } from '@switchboard/schemas';
+import { type ConditionT, checkAgainstSchema } from '@switchboard/schemas/core';
 import { evaluateCondition } from '../../lib/condition.js';
 import { messagesToSummarize } from '../../lib/memory.js';
 import { boundedTest } from '../../lib/regex.js';

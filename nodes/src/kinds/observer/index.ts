@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Condition } from '@switchboard/schemas';
+import { Condition } from '@switchboard/schemas/core';
 import { defineKind } from '../../kind.js';
 import { observerBehavior } from './behavior.js';
 
