@@ -32,7 +32,11 @@ const idOf = (v: unknown) => (v && typeof v === 'object' ? (v as { id?: unknown 
  * that name or a blank flow with that id. Without it, the draft or a new flow.
  */
 async function firstFlow(api: FlowApi, draft: unknown, wanted: string | null): Promise<unknown> {
-  if (!wanted || !ROOM_RE.test(wanted)) return draft ?? blankFlow(uniqueUntitledId());
+  if (!wanted || !ROOM_RE.test(wanted)) {
+    // A draft from offline work is still called `untitled`: a room of its own, not everyone's.
+    if (idOf(draft) === 'untitled') return { ...(draft as object), id: uniqueUntitledId() };
+    return draft ?? blankFlow(uniqueUntitledId());
+  }
   if (idOf(draft) === wanted) return draft;
   try {
     // Listed first, so that a flow the server does not have costs no failed request.

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { defaultRegistry } from '@switchboard/nodes';
 import type { Flow, RunEvent } from '@switchboard/schemas';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { Collab } from '../../editor/src/collab/collab.js';
 import { FlowApi } from '../../editor/src/model/api.js';
 import { RunEventsSocket, type SocketLike } from '../../editor/src/run/eventsSocket.js';
@@ -104,6 +104,55 @@ describe('run events feed', { timeout: 120_000 }, () => {
     expect(drops).toBeGreaterThan(2);
     expect(feed.connections).toBeGreaterThan(2);
     expect(feed.lastSeq(runId)).toBe(log.at(-1)!.seq);
+  });
+});
+
+describe('run events feed against a misbehaving server', { timeout: 60_000 }, () => {
+  it('drops duplicates, ignores runs it does not track, and reconnects from its last seq on a hole', async () => {
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    cleanups.push(() => wss.close());
+    await new Promise((r) => wss.once('listening', r));
+    const port = (wss.address() as { port: number }).port;
+    const ev = (seq: number): RunEvent =>
+      ({ runId: 'r1', seq, ts: seq, type: 'log', level: 'info', text: `e${seq}` }) as RunEvent;
+    const frame = (runId: string, seqs: number[]) =>
+      JSON.stringify({ type: 'events', runId, events: seqs.map((q) => ({ ...ev(q), runId })) });
+    const subscriptions: unknown[] = [];
+    let conn = 0;
+    wss.on('connection', (ws) => {
+      const n = ++conn;
+      ws.on('message', (data) => {
+        const msg = JSON.parse(String(data));
+        subscriptions.push(msg);
+        if (msg.type !== 'subscribe' || msg.runId !== 'r1') return;
+        if (n === 1) {
+          ws.send(frame('r1', [1, 2, 3]));
+          ws.send(frame('r1', [2, 3, 4])); // overlaps: only 4 is new
+          ws.send(frame('other', [7, 8])); // a run never tracked, mid-way: ignored
+          ws.send(frame('r1', [6, 7])); // a hole (5 is missing): reconnect
+        } else ws.send(frame('r1', [5, 6, 7]));
+      });
+    });
+    const got: Array<[string, number]> = [];
+    const feed = new RunEventsSocket({
+      url: `ws://127.0.0.1:${port}`,
+      createSocket: socketFactory('http://127.0.0.1'),
+      minBackoffMs: 10,
+      onEvents: (runId, events) => {
+        for (const e of events) got.push([runId, e.seq]);
+      },
+    });
+    cleanups.push(() => feed.stop());
+    feed.watchRun('r1');
+    feed.start();
+    await until(() => got.length === 7, 'seven events', 10_000);
+    expect(got).toEqual([1, 2, 3, 4, 5, 6, 7].map((q) => ['r1', q]));
+    expect(conn).toBe(2);
+    // The second connection asked for what came after the last seq the client held.
+    expect(subscriptions).toEqual([
+      { type: 'subscribe', runId: 'r1', after: 0 },
+      { type: 'subscribe', runId: 'r1', after: 4 },
+    ]);
   });
 });
 
