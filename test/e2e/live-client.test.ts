@@ -80,7 +80,7 @@ describe('run events feed', { timeout: 120_000 }, () => {
     });
     cleanups.push(() => feed.stop());
     feed.start();
-    const flow = slowChain('reconnect', 12, 25);
+    const flow = slowChain('reconnect', 20, 30);
     feed.watchFlow(flow.id);
     await until(() => feed.state === 'open', 'the feed open');
     const r = await fetch(`${url}/api/runs`, {
@@ -188,6 +188,32 @@ describe('run session', { timeout: 120_000 }, () => {
     // A command to a finished run is refused with the server's reason.
     expect(await runs.command({ type: 'pause' })).toBe(false);
     expect(runs.getSnapshot().problem).toMatch(/not live/);
+  });
+
+  it('pause holds the run, step runs one node and pauses again, resume lets it go', async () => {
+    const { url, origin } = await listening();
+    const { runs, store } = session(url, origin);
+    store.load(triage());
+    await runs.watchFlow('support-triage');
+    const view = () => runs.getSnapshot().view;
+    // Nodes of the billing path the canvas shows as completed.
+    const completedNodes = () =>
+      ['start', 'triage', 'billing', 'billing-agent', 'refund-writer', 'approval', 'sender', 'end'].filter(
+        (id) => store.runState.get(id).status === 'completed',
+      ).length;
+    expect(await runs.run(EXAMPLE, 400)).toBeTruthy();
+    await until(() => store.runState.get('billing-agent').status === 'running', 'the billing agent at work');
+    expect(await runs.command({ type: 'pause' })).toBe(true);
+    await until(() => view().phase === 'paused', 'paused');
+    expect(view().pauseReason).toBe('requested');
+    const before = completedNodes();
+    expect(await runs.command({ type: 'step' })).toBe(true);
+    const pauses = () => view().entries.filter((e) => e.type === 'run.paused').length;
+    await until(() => pauses() === 2 && view().phase === 'paused', 'paused again after one step');
+    expect(completedNodes()).toBeGreaterThan(before);
+    expect(store.runState.get('sender').status).toBe('idle');
+    expect(await runs.command({ type: 'resume' })).toBe(true);
+    await until(() => view().phase === 'waiting', 'the approval question');
   });
 
   it('an invalid flow is refused with the validator’s problems on the canvas', async () => {
