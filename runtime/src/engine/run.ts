@@ -850,7 +850,10 @@ export class Run {
       }
       // A delegated run ends with its target: the target's own handovers are not followed.
       if (cur.stopAfter === node.id && cur.scopes.length === 1) cur.done = true;
-      else await this.route(cx, cur, node, outcome);
+      else {
+        const r = this.route(cx, cur, node, outcome);
+        if (r) await r;
+      }
       const cp = this.checkpoint(cx);
       if (cp) await cp;
       if (this.stepping && (node.role === 'agent' || node.role === 'decider' || node.role === 'human')) {
@@ -1010,12 +1013,14 @@ export class Run {
       await this.runObservers(cx, nc, 'before', undefined);
     const maxAttempts = 1 + (node.role === 'agent' ? ((node.config.retries as number | undefined) ?? 1) : 0);
     let outcome: Outcome | undefined;
-    const rejections = new Map<string, number>();
+    // Guard rejections per observer, for this node's attempts; only agents with observers need it.
+    let rejections: Map<string, number> | undefined;
     for (let attempt = 1; ; ) {
       try {
         const o: Outcome = await beh.run(nc);
         if (this.stop) throw this.stop;
         if (node.role === 'agent' && o.message && node.observers.length > 0) {
+          rejections ??= new Map();
           const verdict = await this.runGuards(cx, nc, o, rejections);
           if (verdict === 'retry') {
             nc.resetTurn();
@@ -1246,12 +1251,22 @@ export class Run {
     );
   }
 
-  private async route(cx: Ctx, cur: Cursor, node: GNode, o: Outcome): Promise<void> {
-    if (o.escalateTo !== undefined) {
-      await this.moveTo(cx, cur, o.escalateTo);
-      return;
-    }
+  /**
+   * Where control goes after a node. Outside teams (the common case) this is synchronous and
+   * returns undefined: no async frame or promise per step; inside a team the mode decides.
+   */
+  private route(cx: Ctx, cur: Cursor, node: GNode, o: Outcome): Promise<void> | undefined {
+    if (o.escalateTo !== undefined) return this.moveTo(cx, cur, o.escalateTo);
     const scope = cur.scopes[cur.scopes.length - 1]!;
+    if (scope.team !== null) return this.routeInTeam(cx, cur, node, o, scope);
+    if (o.route && 'done' in o.route) {
+      cur.at = null;
+      return undefined;
+    }
+    return this.take(cx, cur, node, o.route ? this.edgesById(node, o.route.edges) : this.defaultEdges(node));
+  }
+
+  private async routeInTeam(cx: Ctx, cur: Cursor, node: GNode, o: Outcome, scope: Scope): Promise<void> {
     if (scope.team !== null && node.parent === scope.team) {
       const team = this.graph.nodes.get(scope.team)!;
       if (scope.mode === 'groupChat') {
@@ -1323,20 +1338,20 @@ export class Run {
     return node.out;
   }
 
-  /** Follows edges: none ends the scope, one moves, several fork parallel branches. */
-  private async take(cx: Ctx, cur: Cursor, from: GNode, edges: GEdge[]): Promise<void> {
+  /**
+   * Follows edges: none ends the scope, one moves, several fork parallel branches. Synchronous
+   * (undefined) unless entering a team needs to wait.
+   */
+  private take(cx: Ctx, cur: Cursor, from: GNode, edges: GEdge[]): Promise<void> | undefined {
     if (edges.length === 0) {
       cur.at = null;
-      return;
+      return undefined;
     }
     for (const e of edges) {
       this.emit(cx, { type: 'handover', nodeId: from.id, edgeId: e.id, from: e.source, to: e.target });
       this.applyProtocol(cx, from, e);
     }
-    if (edges.length === 1) {
-      await this.moveTo(cx, cur, edges[0]!.target);
-      return;
-    }
+    if (edges.length === 1) return this.moveTo(cx, cur, edges[0]!.target);
     const targets = edges.map((e) => e.target);
     const join = joinNode(this.graph, targets);
     cur.fork = {
@@ -1350,6 +1365,7 @@ export class Run {
       })),
     };
     cur.at = null;
+    return undefined;
   }
 
   /** The handover protocol: what context goes along, and a briefing as the receiver's first inbox item. */
@@ -1410,8 +1426,11 @@ export class Run {
     return undefined;
   }
 
-  /** Moves control to a node, leaving and entering team scopes as needed. */
-  private async moveTo(cx: Ctx, cur: Cursor, target: string): Promise<void> {
+  /**
+   * Moves control to a node, leaving and entering team scopes as needed. Synchronous
+   * (undefined) when no team is entered.
+   */
+  private moveTo(cx: Ctx, cur: Cursor, target: string): Promise<void> | undefined {
     const node = this.graph.nodes.get(target);
     if (!node) throw new RunFailure('flow_invalid', `no node "${target}"`);
     // Leave scopes the target is not inside of (without following the teams' own edges).
@@ -1424,6 +1443,20 @@ export class Run {
     // Enter teams between the current scope and the target.
     const topTeam = cur.scopes[cur.scopes.length - 1]!.team;
     const startAt = topTeam === null ? 0 : node.ancestors.indexOf(topTeam) + 1;
+    if (startAt >= node.ancestors.length) {
+      cur.at = target;
+      return undefined;
+    }
+    return this.enterTeams(cx, cur, node, startAt, target);
+  }
+
+  private async enterTeams(
+    cx: Ctx,
+    cur: Cursor,
+    node: GNode,
+    startAt: number,
+    target: string,
+  ): Promise<void> {
     for (let i = startAt; i < node.ancestors.length; i++) {
       const team = this.graph.nodes.get(node.ancestors[i]!)!;
       await this.enterTeam(cx, cur, team, node.ancestors[i + 1] ?? target);
