@@ -35,8 +35,13 @@ function SaveState() {
       className={`sb-save-state${saved ? '' : ' sb-unsaved'}`}
       data-testid="save-state"
       data-saved={saved}
+      title={
+        saved
+          ? 'Saved or exported as it is'
+          : 'Unsaved changes, kept in this browser until you save or export'
+      }
     >
-      {saved ? 'saved' : 'unsaved changes (kept in this browser)'}
+      {saved ? 'saved' : 'unsaved changes'}
     </span>
   );
 }

@@ -12,6 +12,15 @@ const STATUS: Record<string, string> = {
   offline: 'offline: edits are kept and sent when the server is back',
 };
 
+/** `Guest Otter` → `GO`: chips stay small; the full name is in the tooltip and on nodes. */
+export function initials(name: string): string {
+  const words = name.trim().split(/\s+/).filter(Boolean);
+  return words
+    .slice(0, 2)
+    .map((w) => [...w][0]!.toUpperCase())
+    .join('');
+}
+
 function Chips({ collab }: { collab: Collab }) {
   const { store, toast } = useEditor();
   const snap = useSyncExternalStore(collab.subscribe, collab.getSnapshot);
@@ -39,16 +48,19 @@ function Chips({ collab }: { collab: Collab }) {
       {snap.peers.map((p) => (
         <span
           key={p.clientId}
-          className="sb-peer"
+          className={`sb-peer${p.self ? ' sb-peer-self' : ''}`}
           data-testid={p.self ? 'peer-self' : 'peer'}
           data-name={p.name}
-          style={{ borderColor: p.color }}
-          title={p.selection.length ? `${p.name} has ${p.selection.join(', ')} selected` : p.name}
+          style={{ background: p.color }}
+          title={`${p.name}${p.self ? ' (you)' : ''}${
+            !p.self && p.selection.length
+              ? ` · has ${p.selection.map((id) => store.displayName(id)).join(', ')} selected`
+              : ''
+          }`}
+          role="img"
+          aria-label={p.self ? `${p.name} (you)` : p.name}
         >
-          <span className="sb-peer-dot" style={{ background: p.color }} aria-hidden />
-          {p.name}
-          {p.self ? ' (you)' : ''}
-          {!p.self && p.selection.length === 1 ? ` · ${store.displayName(p.selection[0]!)}` : ''}
+          {initials(p.name)}
         </span>
       ))}
     </span>
