@@ -78,10 +78,20 @@ async function boot() {
         else q.delete('flow');
         const search = q.toString();
         history.replaceState(null, '', `${location.pathname}${search ? `?${search}` : ''}`);
-        const id = room ?? store.meta('id');
-        if (typeof id === 'string') void session.watchFlow(id);
       },
     });
+    // Runs are watched by the flow's id as the document says it now (runs carry that id), so
+    // a renamed flow's runs still reach everyone editing it; renames settle before switching.
+    const watchDocId = () => {
+      const id = store.meta('id');
+      if (typeof id === 'string' && id) void session.watchFlow(id);
+    };
+    let idTimer: ReturnType<typeof setTimeout> | undefined;
+    store.onDocChange(() => {
+      clearTimeout(idTimer);
+      idTimer = setTimeout(watchDocId, 400);
+    });
+    store.onLoad(watchDocId);
     const start = await firstFlow(api, draft, new URLSearchParams(location.search).get('flow'));
     try {
       collab.open(start);

@@ -337,6 +337,30 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
   });
 });
 
+describe('a renamed flow', { timeout: 180_000 }, () => {
+  it('keeps its co-editors watching its runs under the new id', async () => {
+    await serve();
+    const ada = await person('/?flow=support-triage');
+    await inRoom(ada.page, 'support-triage');
+    const bob = await person('/?flow=support-triage');
+    await inRoom(bob.page, 'support-triage', 2);
+    await ada.page.getByTestId('flow-id').fill('support-triage-v2');
+    await expect.poll(() => bob.page.getByTestId('flow-id').inputValue(), WAIT).toBe('support-triage-v2');
+    await ada.page.getByTestId('run-pace').selectOption('1000');
+    // Both have switched to watching the new id once the rename settled; then Ada runs.
+    for (const p of [ada.page, bob.page])
+      await p.locator('[data-testid="run-panel"][data-flow="support-triage-v2"]').waitFor(WAIT);
+    await ada.page.getByTestId('btn-run').click();
+    await phase(bob.page, 'running');
+    expect((await panel(bob.page)).runId).toBe((await panel(ada.page)).runId);
+    expect(srv.server.store.catalog.data.runs[(await panel(bob.page)).runId]!.flowId).toBe(
+      'support-triage-v2',
+    );
+    expect(ada.errors).toEqual([]);
+    expect(bob.errors).toEqual([]);
+  });
+});
+
 describe('a static build', { timeout: 60_000 }, () => {
   it('cannot run: the Run button is disabled and says why', async () => {
     const stat = await serveStatic();

@@ -277,6 +277,7 @@ function LivePanel({ runs }: { runs: RunSession }) {
       className={`sb-run${open ? '' : ' sb-run-closed'}`}
       data-testid="run-panel"
       data-phase={phase}
+      data-flow={snap.flowId ?? ''}
       data-run-id={v.runId ?? ''}
       data-last-seq={v.lastSeq}
       data-events={v.events}
