@@ -216,7 +216,8 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
         for (const k of Object.keys(c)) delete c[k];
         return copy;
       });
-    await renders();
+    // Joining the room re-rendered every face; count from when the page has gone quiet.
+    await expect.poll(async () => Object.keys(await renders()).length, WAIT).toBe(0);
     await page.getByTestId('btn-run').click();
     await expect.poll(async () => (await panel(page)).lastSeq, WAIT).toBeGreaterThan(3);
     type Hooks = { __SB__: { runs: { socket: { connections: number; dropConnection(): void } } } };
