@@ -18,10 +18,9 @@ type OpenAIModule = { createOpenAIProvider: ModelFactory };
 let openaiModule: Promise<OpenAIModule> | undefined;
 
 function loadOpenAI(): Promise<OpenAIModule> {
-  // A variable specifier keeps bundlers and the type checker from requiring the file to exist
-  // before the openai provider lands; at run time a missing module becomes a clear error.
-  const spec = './openai.js';
-  openaiModule ??= (import(spec) as Promise<OpenAIModule>).catch((e: unknown) => {
+  // A literal specifier, so that the library bundle (scripts/bundle.mjs) emits the provider as a
+  // chunk of its own, loaded here on first use; a failed load becomes a clear error.
+  openaiModule ??= (import('./openai.js') as Promise<OpenAIModule>).catch((e: unknown) => {
     openaiModule = undefined;
     throw new Error(`openai provider not available: ${(e as Error).message}`);
   });
