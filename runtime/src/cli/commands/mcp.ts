@@ -5,11 +5,10 @@
  * consent: commands the flow needs must already be approved (`switchboard trust FLOW`) or named
  * with --trust.
  */
-import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { type CliContext, EXIT } from '../context.js';
-import { formatProblem } from './validate.js';
+import { readValidFlow } from '../read-flow.js';
 
 interface McpCliOptions {
   http?: string;
@@ -29,24 +28,8 @@ export function registerMcp(program: Command, ctx: CliContext): void {
       collect,
     )
     .action(async (file: string, opts: McpCliOptions) => {
-      const { validateText } = await import('@switchboard/nodes');
-      let text: string;
-      try {
-        text = await readFile(file, 'utf8');
-      } catch (e) {
-        ctx.err(
-          `switchboard mcp: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}\n`,
-        );
-        ctx.setExit(EXIT.failed);
-        return;
-      }
-      const v = validateText(text);
-      if (!v.ok || !v.flow) {
-        for (const p of v.errors) ctx.err(`${formatProblem(file, p, 'error')}\n`);
-        ctx.setExit(EXIT.usage);
-        return;
-      }
-      const flow = v.flow;
+      const flow = await readValidFlow('mcp', file, ctx);
+      if (!flow) return;
       let port: number | undefined;
       if (opts.http !== undefined) {
         port = Number(opts.http);

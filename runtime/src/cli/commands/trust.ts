@@ -5,11 +5,10 @@
  * in scripts `--yes` approves all. `--tools` also re-approves tools whose pinned description or
  * schema changed.
  */
-import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { type CliContext, EXIT } from '../context.js';
-import { formatProblem } from './validate.js';
+import { readValidFlow } from '../read-flow.js';
 
 interface TrustCliOptions {
   yes?: boolean;
@@ -33,26 +32,10 @@ export function registerTrust(program: Command, ctx: CliContext): void {
       'the trust file (default $SWITCHBOARD_HOME/trust.json or ~/.switchboard/trust.json)',
     )
     .action(async (file: string, opts: TrustCliOptions) => {
-      const { validateText } = await import('@switchboard/nodes');
       const { commandsOf, describeUse, terminalConsentIO } = await import('../../mcp/consent.js');
       const { TrustStore } = await import('../../mcp/trust.js');
-      let text: string;
-      try {
-        text = await readFile(file, 'utf8');
-      } catch (e) {
-        ctx.err(
-          `switchboard trust: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}\n`,
-        );
-        ctx.setExit(EXIT.failed);
-        return;
-      }
-      const v = validateText(text);
-      if (!v.ok || !v.flow) {
-        for (const p of v.errors) ctx.err(`${formatProblem(file, p, 'error')}\n`);
-        ctx.setExit(EXIT.usage);
-        return;
-      }
-      const flow = v.flow;
+      const flow = await readValidFlow('trust', file, ctx);
+      if (!flow) return;
       const store = new TrustStore(opts.trustFile ? resolve(opts.trustFile) : undefined);
       const uses = commandsOf(flow, store);
       const interactive = ctx.isTTY && (ctx.stdin as { isTTY?: boolean } | undefined)?.isTTY === true;
