@@ -6,24 +6,21 @@
  * every later message.
  */
 import type { Flow } from '@switchboard/schemas';
-import { afterAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAIServer } from '../../runtime/src/models/testing/fake-openai-server.js';
+import { describe, expect, it } from 'vitest';
 import {
   cannedReplies,
   type Ev,
   indexOf,
-  loadFlow,
   ofType,
   openaiFlow,
   runSeed,
   type SeedRun,
+  seedSuite,
   speakers,
-  tempRoot,
+  withFakeOpenAI,
 } from './helpers.js';
 
-const flow = loadFlow('agent-ops-room');
-const root = tempRoot('aor');
-afterAll(() => root.cleanup());
+const { flow, root } = seedSuite('agent-ops-room', 'aor');
 const INPUT = 'ALERT: checkout error rate 12% on production since 14:02';
 
 const fired = (events: SeedRun['events'], action: string) =>
@@ -130,16 +127,13 @@ describe('Agent Ops Room', () => {
   });
 
   it('runs against an OpenAI-compatible server through the openai provider', async () => {
-    const fake = await startFakeOpenAIServer(cannedReplies(flow));
-    try {
+    await withFakeOpenAI(cannedReplies(flow), async (fake) => {
       const run = await runSeed(openaiFlow(flow, fake.url), INPUT, {
         dataDir: root.sub('openai'),
         allowLocalModels: true,
       });
       checkRoom(run);
       expect(run.events.some((e) => e.scripted)).toBe(false);
-    } finally {
-      await fake.close();
-    }
+    });
   });
 });

@@ -5,25 +5,22 @@
  * associates in parallel through delegate edges, and each returns a JSON Schema deliverable.
  */
 import type { RunEvent } from '@switchboard/schemas';
-import { afterAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAIServer } from '../../runtime/src/models/testing/fake-openai-server.js';
+import { describe, expect, it } from 'vitest';
 import {
   cannedReplies,
   type Ev,
   handovers,
   indexOf,
-  loadFlow,
   ofType,
   openaiFlow,
   runSeed,
   type SeedRun,
+  seedSuite,
   speakers,
-  tempRoot,
+  withFakeOpenAI,
 } from './helpers.js';
 
-const flow = loadFlow('common-ground');
-const root = tempRoot('common-ground');
-afterAll(() => root.cleanup());
+const { flow, root } = seedSuite('common-ground');
 const INPUT = 'Should we bring our heat pump to the EU market?';
 
 interface Deliverable {
@@ -123,8 +120,7 @@ describe('Common Ground research team', () => {
 
   it('runs against an OpenAI-compatible server through the openai provider', async () => {
     // Slow streaming keeps both associates' requests open at once, as real model calls would be.
-    const fake = await startFakeOpenAIServer({ ...cannedReplies(flow), chunkDelayMs: 5 });
-    try {
+    await withFakeOpenAI({ ...cannedReplies(flow), chunkDelayMs: 5 }, async (fake) => {
       const run = await runSeed(openaiFlow(flow, fake.url), INPUT, {
         dataDir: root.sub('openai'),
         allowLocalModels: true,
@@ -138,8 +134,6 @@ describe('Common Ground research team', () => {
       );
       expect(assoc.length).toBeGreaterThan(0);
       expect(JSON.stringify(assoc[0]!.body?.response_format)).toContain('open_questions');
-    } finally {
-      await fake.close();
-    }
+    });
   });
 });

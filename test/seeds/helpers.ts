@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Flow, RunEvent } from '@switchboard/schemas';
+import { afterAll } from 'vitest';
 import {
   assertEventsValid,
   assertSeqContiguous,
@@ -20,7 +21,13 @@ import type { RunHandle, RunOptions, RunResult } from '../../runtime/src/index.j
 import { runFlow } from '../../runtime/src/index.js';
 import { TrustStore } from '../../runtime/src/mcp/trust.js';
 import type { ScriptEntry } from '../../runtime/src/models/scripted.js';
-import type { CannedReply, FakeReply } from '../../runtime/src/models/testing/fake-openai-server.js';
+import {
+  type CannedReply,
+  type FakeOpenAIServer,
+  type FakeReply,
+  type FakeServerOptions,
+  startFakeOpenAIServer,
+} from '../../runtime/src/models/testing/fake-openai-server.js';
 import { createMcpToolHost } from '../../runtime/src/tools/mcp-host.js';
 
 export const FLOWS_DIR = fileURLToPath(new URL('../../flows/', import.meta.url));
@@ -37,6 +44,17 @@ export function tempRoot(prefix: string): { dir: string; sub(name: string): stri
     sub: (name) => mkdtempSync(join(dir, `${name}-`)),
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * What every seed test file starts with: its flow from flows/ and a temp folder that is removed
+ * after the file's tests. Call at the top level of the test file (it registers an afterAll).
+ */
+export function seedSuite(name: string, prefix = name): { flow: Flow; root: ReturnType<typeof tempRoot> } {
+  const flow = loadFlow(name);
+  const root = tempRoot(prefix);
+  afterAll(() => root.cleanup());
+  return { flow, root };
 }
 
 export interface SeedRun {
@@ -117,6 +135,19 @@ export function openaiFlow(flow: Flow, baseURL: string): Flow {
   for (const name of Object.keys(copy.models))
     copy.models[name] = { provider: 'openai', model: `fake-${name}`, baseURL };
   return copy;
+}
+
+/** Runs `body` against a fake OpenAI-compatible server, closing the server whatever happens. */
+export async function withFakeOpenAI(
+  options: FakeServerOptions,
+  body: (fake: FakeOpenAIServer) => Promise<void>,
+): Promise<void> {
+  const fake = await startFakeOpenAIServer(options);
+  try {
+    await body(fake);
+  } finally {
+    await fake.close();
+  }
 }
 
 /** Up to the first template tag of a prompt: a fixed piece of text that identifies its node. */

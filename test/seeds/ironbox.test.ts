@@ -9,24 +9,21 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Flow } from '@switchboard/schemas';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createBuiltinServer } from '../../runtime/src/mcp/builtin/index.js';
-import { startFakeOpenAIServer } from '../../runtime/src/models/testing/fake-openai-server.js';
 import {
   cannedReplies,
   handovers,
-  loadFlow,
   ofType,
   openaiFlow,
   runSeed,
   type SeedRun,
+  seedSuite,
   systemMarker,
-  tempRoot,
+  withFakeOpenAI,
 } from './helpers.js';
 
-const flow = loadFlow('ironbox');
-const root = tempRoot('ironbox');
-afterAll(() => root.cleanup());
+const { flow, root } = seedSuite('ironbox');
 
 interface Route {
   query: string;
@@ -167,8 +164,7 @@ describe('IronBox router', () => {
       when: { system: selector, lastUser: r.query },
       reply: { text: JSON.stringify({ choice: r.choice, reason: `fits ${r.choice}` }) },
     }));
-    const fake = await startFakeOpenAIServer(cannedReplies(flow, byQuery));
-    try {
+    await withFakeOpenAI(cannedReplies(flow, byQuery), async (fake) => {
       for (const r of ROUTES) {
         const dataDir = root.sub(`openai-${r.choice}`);
         seedCluster(dataDir);
@@ -181,8 +177,6 @@ describe('IronBox router', () => {
         q.body?.tools?.some((t) => t.function.name === 'cluster-tools__search_files'),
       );
       expect(react).toBeDefined();
-    } finally {
-      await fake.close();
-    }
+    });
   });
 });

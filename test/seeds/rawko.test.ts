@@ -6,26 +6,23 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { shellBuiltinCommandLine } from '../../runtime/src/mcp/consent.js';
 import { TrustStore } from '../../runtime/src/mcp/trust.js';
-import { startFakeOpenAIServer } from '../../runtime/src/models/testing/fake-openai-server.js';
 import {
   cannedReplies,
   handovers,
   indexOf,
-  loadFlow,
   ofType,
   openaiFlow,
   runSeed,
   type SeedRun,
+  seedSuite,
   speakers,
-  tempRoot,
+  withFakeOpenAI,
 } from './helpers.js';
 
-const flow = loadFlow('rawko');
-const root = tempRoot('rawko');
-afterAll(() => root.cleanup());
+const { flow, root } = seedSuite('rawko');
 
 const INPUT = 'Add slugify(text) in slug.mjs with tests';
 const GUIDANCE =
@@ -135,8 +132,7 @@ describe('rawko coding FSM', () => {
   });
 
   it('runs against an OpenAI-compatible server through the openai provider', async () => {
-    const fake = await startFakeOpenAIServer(cannedReplies(flow));
-    try {
+    await withFakeOpenAI(cannedReplies(flow), async (fake) => {
       const dataDir = root.sub('openai');
       const run = await runSeed(openaiFlow(flow, fake.url), INPUT, {
         dataDir,
@@ -146,8 +142,6 @@ describe('rawko coding FSM', () => {
       });
       checkRun(run);
       expect(run.events.some((e) => e.scripted)).toBe(false);
-    } finally {
-      await fake.close();
-    }
+    });
   });
 });

@@ -6,22 +6,19 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
-import { afterAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAIServer } from '../../runtime/src/models/testing/fake-openai-server.js';
+import { describe, expect, it } from 'vitest';
 import {
   cannedReplies,
   indexOf,
-  loadFlow,
   ofType,
   openaiFlow,
   runSeed,
+  seedSuite,
   speakers,
-  tempRoot,
+  withFakeOpenAI,
 } from './helpers.js';
 
-const flow = loadFlow('roboco');
-const root = tempRoot('roboco');
-afterAll(() => root.cleanup());
+const { flow, root } = seedSuite('roboco');
 
 const INPUT = 'Write a short brief on AI ethics';
 const ANSWERS = { 'user-proxy': 'Approved, finish it.' };
@@ -141,8 +138,7 @@ describe('RoboCo document writer', () => {
   });
 
   it('runs against an OpenAI-compatible server through the openai provider', async () => {
-    const fake = await startFakeOpenAIServer(cannedReplies(flow));
-    try {
+    await withFakeOpenAI(cannedReplies(flow), async (fake) => {
       const run = await runSeed(openaiFlow(flow, fake.url), INPUT, {
         dataDir: root.sub('openai'),
         answers: ANSWERS,
@@ -162,8 +158,6 @@ describe('RoboCo document writer', () => {
       expect(planner).toBeDefined();
       checkToolsWithinGrants(run.events);
       checkDocument(run.dataDir);
-    } finally {
-      await fake.close();
-    }
+    });
   });
 });
