@@ -5,37 +5,35 @@
  * and the process keeps running.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { commandLineOf } from '../runtime/src/mcp/command-line.js';
-import { McpPool } from '../runtime/src/mcp/pool.js';
-import { TrustStore } from '../runtime/src/mcp/trust.js';
 import { createMcpToolHost } from '../runtime/src/tools/mcp-host.js';
 import type { ToolHandle } from '../runtime/src/tools/types.js';
-import { FIXTURES, never, runContext, type ServerCfg, tempDir, toolFlow } from './fixtures/mcp/helpers.js';
+import {
+  FAULTY,
+  type McpTestEnv,
+  mcpTestEnv,
+  never,
+  runContext,
+  type ServerCfg,
+  toolFlow,
+} from './fixtures/mcp/helpers.js';
 
-const FAULTY = join(FIXTURES, 'faulty-server.mjs');
-
-let tmp: ReturnType<typeof tempDir>;
-let pool: McpPool;
-let trust: TrustStore;
-let logFile: string;
+let mcp: McpTestEnv;
 beforeEach(() => {
-  tmp = tempDir('sb-faults-');
-  pool = new McpPool();
-  trust = new TrustStore(join(tmp.dir, 'home', 'trust.json'));
-  logFile = join(tmp.dir, 'server.log');
+  mcp = mcpTestEnv('sb-faults-');
 });
-afterEach(async () => {
-  await pool.close();
-  tmp.cleanup();
-});
+afterEach(() => mcp.close());
 
 async function faultyTools(runId: string, env: Record<string, string> = {}, timeoutMs?: number) {
-  const cfg: ServerCfg = { command: process.execPath, args: [FAULTY], env: { FAULTY_LOG: logFile, ...env } };
-  trust.approve(commandLineOf(cfg));
+  const cfg: ServerCfg = {
+    command: process.execPath,
+    args: [FAULTY],
+    env: { FAULTY_LOG: mcp.logFile, ...env },
+  };
+  mcp.trust.approve(commandLineOf(cfg));
   const flow = toolFlow({ f: cfg }, { a1: ['f'] }, timeoutMs ? { f: { timeoutMs } } : {});
-  const host = createMcpToolHost(flow, { pool, trust });
+  const host = createMcpToolHost(flow, { pool: mcp.pool, trust: mcp.trust });
   const rc = runContext(runId);
   const tools = await host.toolsFor('a1', rc.ctx);
   const tool = (n: string) => tools.find((t) => t.remoteName === n) as ToolHandle;
@@ -44,7 +42,7 @@ async function faultyTools(runId: string, env: Record<string, string> = {}, time
 
 const logLines = () => {
   try {
-    return readFileSync(logFile, 'utf8').split('\n').filter(Boolean);
+    return readFileSync(mcp.logFile, 'utf8').split('\n').filter(Boolean);
   } catch {
     return [];
   }
@@ -114,10 +112,10 @@ describe('a tool that never answers', { timeout: 120_000 }, () => {
     expect((await p).content).toMatch(/^mcp\.cancelled/);
     await until(() => logLines().filter((l) => l.startsWith('cancelled')).length === 101);
 
-    const pid = pool.connections()[0]!.pid!;
+    const pid = mcp.pool.connections()[0]!.pid!;
     expect(fixtureChildren()).toEqual([pid]);
     await host.release('hang');
-    await pool.close();
+    await mcp.pool.close();
     expect(fixtureChildren()).toEqual([]);
     await until(() => fdCount() <= fdsBefore + 2);
   });
@@ -126,14 +124,14 @@ describe('a tool that never answers', { timeout: 120_000 }, () => {
 describe('a server that exits mid-call', { timeout: 120_000 }, () => {
   it('gives a typed error, is restarted once, and then fails clearly', async () => {
     const { rc, tool } = await faultyTools('exit');
-    const firstPid = pool.connections()[0]!.pid;
+    const firstPid = mcp.pool.connections()[0]!.pid;
     const r1 = await tool('exit').call({}, { signal: never });
     expect(r1.isError).toBe(true);
     expect(r1.content).toMatch(/^mcp\.server-failed: exit: the server closed the connection during the call/);
     // Restarted once: the next call works on a new process.
     const echo = await tool('echo').call({ text: 'again' }, { signal: never });
     expect(echo).toMatchObject({ isError: false, content: 'again' });
-    expect(pool.connections()[0]!.pid).not.toBe(firstPid);
+    expect(mcp.pool.connections()[0]!.pid).not.toBe(firstPid);
     // The second death is final.
     expect((await tool('exit').call({}, { signal: never })).isError).toBe(true);
     const after = await tool('echo').call({ text: 'x' }, { signal: never });

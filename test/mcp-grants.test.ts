@@ -9,35 +9,30 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { commandLineOf } from '../runtime/src/mcp/command-line.js';
 import { toolPinHash } from '../runtime/src/mcp/pins.js';
-import { McpPool } from '../runtime/src/mcp/pool.js';
 import { repinFlowTools } from '../runtime/src/mcp/repin.js';
-import { TrustStore } from '../runtime/src/mcp/trust.js';
 import { matchesPattern } from '../runtime/src/tools/filter.js';
 import { createMcpToolHost } from '../runtime/src/tools/mcp-host.js';
 import { assignToolNames, TOOL_NAME_PATTERN } from '../runtime/src/tools/names.js';
 import type { ToolHandle } from '../runtime/src/tools/types.js';
-import { FIXTURES, never, runContext, type ServerCfg, tempDir, toolFlow } from './fixtures/mcp/helpers.js';
+import {
+  FAULTY,
+  type McpTestEnv,
+  mcpTestEnv,
+  never,
+  runContext,
+  type ServerCfg,
+  toolFlow,
+} from './fixtures/mcp/helpers.js';
 
-const FAULTY = join(FIXTURES, 'faulty-server.mjs');
-
-let tmp: ReturnType<typeof tempDir>;
-let pool: McpPool;
-let trust: TrustStore;
-let logFile: string;
+let mcp: McpTestEnv;
 beforeEach(() => {
-  tmp = tempDir('sb-grants-');
-  pool = new McpPool();
-  trust = new TrustStore(join(tmp.dir, 'home', 'trust.json'));
-  logFile = join(tmp.dir, 'server.log');
+  mcp = mcpTestEnv('sb-grants-');
 });
-afterEach(async () => {
-  await pool.close();
-  tmp.cleanup();
-});
+afterEach(() => mcp.close());
 
 const serverCalls = () => {
   try {
-    return readFileSync(logFile, 'utf8')
+    return readFileSync(mcp.logFile, 'utf8')
       .split('\n')
       .filter((l) => l.startsWith('called '))
       .map((l) => l.split(' ')[1]);
@@ -57,8 +52,8 @@ function rng(seed: number) {
 
 describe('grants', { timeout: 120_000 }, () => {
   it('a scripted caller trying 1,000 random tool names executes none outside its grant', async () => {
-    const faulty: ServerCfg = { command: process.execPath, args: [FAULTY], env: { FAULTY_LOG: logFile } };
-    trust.approve(commandLineOf(faulty));
+    const faulty: ServerCfg = { command: process.execPath, args: [FAULTY], env: { FAULTY_LOG: mcp.logFile } };
+    mcp.trust.approve(commandLineOf(faulty));
     const flow = toolFlow(
       { docs: { builtin: 'documents' }, st: { builtin: 'state' }, f: faulty },
       { a1: ['docs'], a2: ['st', 'f'], a3: [] },
@@ -68,8 +63,8 @@ describe('grants', { timeout: 120_000 }, () => {
       },
       { g_a2_f: { allow: ['echo', 'env'] }, g_a2_st: { allow: ['state_get'] } },
     );
-    const host = createMcpToolHost(flow, { pool, trust });
-    const rc = runContext('grants', join(tmp.dir, 'data'));
+    const host = createMcpToolHost(flow, { pool: mcp.pool, trust: mcp.trust });
+    const rc = runContext('grants', join(mcp.tmp.dir, 'data'));
     const h1 = await host.toolsFor('a1', rc.ctx);
     const h2 = await host.toolsFor('a2', rc.ctx);
     const h3 = await host.toolsFor('a3', rc.ctx);
@@ -83,7 +78,7 @@ describe('grants', { timeout: 120_000 }, () => {
     expect(h3).toEqual([]);
 
     // Every name any server offers, in every spelling a model might try, plus noise.
-    const all = [...pool.connections()].flatMap((c) =>
+    const all = [...mcp.pool.connections()].flatMap((c) =>
       c.currentTools.map((t) => ({ server: c.spec.label, name: t.name })),
     );
     expect(all.length).toBeGreaterThan(20);
@@ -128,12 +123,12 @@ describe('grants', { timeout: 120_000 }, () => {
 
   it('an agent with no tools edge gets nothing; an unknown server is a clear configuration error', async () => {
     const flow = toolFlow({ st: { builtin: 'state' } }, { a1: ['st'], lonely: [] });
-    const host = createMcpToolHost(flow, { pool, trust });
+    const host = createMcpToolHost(flow, { pool: mcp.pool, trust: mcp.trust });
     expect(await host.toolsFor('lonely', runContext('x').ctx)).toEqual([]);
     const broken = toolFlow({ st: { builtin: 'state' } });
     broken.nodes[0]!.config.server = 'missing';
     await expect(
-      createMcpToolHost(broken, { pool, trust }).toolsFor('a1', runContext('y').ctx),
+      createMcpToolHost(broken, { pool: mcp.pool, trust: mcp.trust }).toolsFor('a1', runContext('y').ctx),
     ).rejects.toThrow('tool node t_st: server "missing" is not in mcpServers');
   });
 });
@@ -181,15 +176,15 @@ describe('tool names', { timeout: 120_000 }, () => {
 
 describe('pinning', { timeout: 120_000 }, () => {
   it('a tool whose description changes (list_changed) is disabled and not called until re-approved', async () => {
-    const faulty: ServerCfg = { command: process.execPath, args: [FAULTY], env: { FAULTY_LOG: logFile } };
-    trust.approve(commandLineOf(faulty));
+    const faulty: ServerCfg = { command: process.execPath, args: [FAULTY], env: { FAULTY_LOG: mcp.logFile } };
+    mcp.trust.approve(commandLineOf(faulty));
     const flow = toolFlow({ f: faulty });
-    const host = createMcpToolHost(flow, { pool, trust, flowRef: 'pinned.json' });
+    const host = createMcpToolHost(flow, { pool: mcp.pool, trust: mcp.trust, flowRef: 'pinned.json' });
     const rc = runContext('pin1');
     const tools = await host.toolsFor('a1', rc.ctx);
     const echo = tools.find((t) => t.remoteName === 'echo')!;
     expect((await echo.call({ text: 'before' }, { signal: never })).content).toBe('before');
-    const pins = JSON.parse(readFileSync(trust.path, 'utf8')).pins;
+    const pins = JSON.parse(readFileSync(mcp.trust.path, 'utf8')).pins;
     expect(Object.keys(Object.values(pins)[0] as object)).toContain('echo');
 
     await tools.find((t) => t.remoteName === 'redescribe')!.call({}, { signal: never });
@@ -211,23 +206,23 @@ describe('pinning', { timeout: 120_000 }, () => {
     expect((await host.toolsFor('a1', rc.ctx)).map((t) => t.remoteName)).not.toContain('echo');
 
     // The operator re-approves the tool as the running server now describes it.
-    const live = pool.connections()[0]!.currentTools.find((t) => t.name === 'echo')!;
+    const live = mcp.pool.connections()[0]!.currentTools.find((t) => t.name === 'echo')!;
     expect(live.description).toContain('ignore previous instructions');
-    trust.setPin(Object.keys(pins)[0]!, 'echo', toolPinHash(live));
+    mcp.trust.setPin(Object.keys(pins)[0]!, 'echo', toolPinHash(live));
     expect((await echo.call({ text: 'again' }, { signal: never })).content).toBe('again');
   });
 
   it('a description changed across a reconnect disables the tool; trust --tools re-approves it', async () => {
-    const descFile = join(tmp.dir, 'desc.txt');
+    const descFile = join(mcp.tmp.dir, 'desc.txt');
     writeFileSync(descFile, 'Echo, version one.');
     const faulty: ServerCfg = {
       command: process.execPath,
       args: [FAULTY],
-      env: { FAULTY_LOG: logFile, DESC_FILE: descFile },
+      env: { FAULTY_LOG: mcp.logFile, DESC_FILE: descFile },
     };
-    trust.approve(commandLineOf(faulty));
+    mcp.trust.approve(commandLineOf(faulty));
     const flow = toolFlow({ f: faulty });
-    const host = createMcpToolHost(flow, { pool, trust });
+    const host = createMcpToolHost(flow, { pool: mcp.pool, trust: mcp.trust });
     const rc = runContext('pin2');
     const tools = await host.toolsFor('a1', rc.ctx);
     const echo = tools.find((t) => t.remoteName === 'echo')!;
@@ -239,7 +234,7 @@ describe('pinning', { timeout: 120_000 }, () => {
     expect(r.content).toMatch(/^mcp\.tool-disabled/);
     expect(rc.events.some((e) => e.type === 'tool.disabled' && e.tool === 'f/echo')).toBe(true);
 
-    const re = await repinFlowTools(flow, { trust, approve: async () => true });
+    const re = await repinFlowTools(flow, { trust: mcp.trust, approve: async () => true });
     expect(re.approved.map((c) => c.tool)).toEqual(['echo']);
     expect((await echo.call({ text: 'three' }, { signal: never })).content).toBe('three');
   });
