@@ -5,18 +5,16 @@
  * no way to approve. After the operator approves one form locally, it does run — the control
  * that shows the markers would have caught a spawn.
  */
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandLineOf } from '../runtime/src/mcp/command-line.js';
 import { shutdownMcpPool } from '../runtime/src/mcp/pool.js';
 import { TrustStore } from '../runtime/src/mcp/trust.js';
-import { dangerousForms } from './fixtures/mcp/dangerous.js';
-import { FIXTURES, type ServerCfg, tempDir } from './fixtures/mcp/helpers.js';
+import { prepareDangerousForms } from './fixtures/mcp/dangerous.js';
+import { type ServerCfg, tempDir } from './fixtures/mcp/helpers.js';
 import { testServer, until } from './server/helpers.js';
-
-const FAULTY = join(FIXTURES, 'faulty-server.mjs');
 
 function flowWith(id: string, server: ServerCfg): Flow {
   return {
@@ -75,11 +73,7 @@ const json = (body: unknown) => ({
 
 describe('dangerous commands arriving through the REST API', { timeout: 120_000 }, () => {
   it('are never spawned without the local operator’s consent', async () => {
-    const markers = join(tmp.dir, 'markers');
-    mkdirSync(markers);
-    const evilJs = join(tmp.dir, 'evil.cjs');
-    writeFileSync(evilJs, "require('fs').writeFileSync(process.env.MARK || '/dev/null', 'ran');\n");
-    const forms = dangerousForms(markers, evilJs, FAULTY);
+    const { markers, forms } = prepareDangerousForms(tmp.dir);
     expect(forms.length).toBeGreaterThanOrEqual(25);
     let refusedAtWrite = 0;
     const runIds: Array<{ id: string; form: number }> = [];

@@ -13,9 +13,9 @@ import { ConsentRequiredError } from '../runtime/src/mcp/errors.js';
 import { McpPool } from '../runtime/src/mcp/pool.js';
 import { TrustStore } from '../runtime/src/mcp/trust.js';
 import { createMcpToolHost } from '../runtime/src/tools/mcp-host.js';
-import { dangerousForms } from './fixtures/mcp/dangerous.js';
+import { prepareDangerousForms } from './fixtures/mcp/dangerous.js';
 import {
-  FIXTURES,
+  FAULTY,
   never,
   REPO,
   runContext,
@@ -25,8 +25,6 @@ import {
 } from './fixtures/mcp/helpers.js';
 
 const FS_SERVER = join(REPO, 'test/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
-const FAULTY = join(FIXTURES, 'faulty-server.mjs');
-
 let tmp: ReturnType<typeof tempDir>;
 let pool: McpPool;
 let trust: TrustStore;
@@ -153,11 +151,7 @@ describe('the environment of a spawned server', { timeout: 120_000 }, () => {
 
 describe('consent: dangerous commands written into a flow', { timeout: 120_000 }, () => {
   it('spawns none of 32 forms without consent, names each command line and how to approve it', async () => {
-    const markers = join(tmp.dir, 'markers');
-    mkdirSync(markers);
-    const evilJs = join(tmp.dir, 'evil.cjs');
-    writeFileSync(evilJs, "require('fs').writeFileSync(process.env.MARK || '/dev/null', 'ran');\n");
-    const forms = dangerousForms(markers, evilJs, FAULTY);
+    const { markers, forms } = prepareDangerousForms(tmp.dir);
     expect(forms.length).toBeGreaterThanOrEqual(25);
     // Approving a harmless neighbour must not approve any of them.
     trust.approve(commandLineOf({ command: process.execPath, args: [FAULTY] }));
