@@ -10,26 +10,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PROBLEM_CODES, type ProblemCode, WARNING_CODES } from '@switchboard/schemas';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main } from '../runtime/src/cli/main.js';
+import { cli } from './support/cli.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const invalidDir = join(root, 'test/fixtures/invalid');
 const warningsDir = join(root, 'test/fixtures/warnings');
-
-async function cli(...args: string[]) {
-  let out = '';
-  let err = '';
-  const code = await main(['node', 'switchboard', ...args], {
-    out: (s) => {
-      out += s;
-    },
-    err: (s) => {
-      err += s;
-    },
-    isTTY: false,
-  });
-  return { code, out, err };
-}
 
 /** Where each fixture's first problem is: JSON path and node or edge id. */
 const EXPECTED: Record<string, { path: string; id?: string }> = {

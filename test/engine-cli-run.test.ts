@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../runtime/src/cli/main.js';
 import {
   agent,
   assertEventsValid,
@@ -16,24 +15,10 @@ import {
   type FakeOpenAIServer,
   startFakeOpenAIServer,
 } from '../runtime/src/models/testing/fake-openai-server.js';
+import { cli } from './support/cli.js';
 
 let dir: string;
 let server: FakeOpenAIServer;
-
-async function cli(...args: string[]) {
-  let out = '';
-  let err = '';
-  const code = await main(['node', 'switchboard', ...args], {
-    out: (s) => {
-      out += s;
-    },
-    err: (s) => {
-      err += s;
-    },
-    isTTY: false,
-  });
-  return { code, out, err };
-}
 
 function write(name: string, value: unknown): string {
   const p = join(dir, name);

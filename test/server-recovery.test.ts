@@ -1,7 +1,6 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { main } from '../runtime/src/cli/main.js';
 import { MemoryToolHost } from '../runtime/src/engine/testing/index.js';
 import { createServer, journaledTools, journalState, MAYBE_EXECUTED } from '../runtime/src/server/index.js';
 import { StoreError } from '../runtime/src/store/errors.js';
@@ -9,6 +8,7 @@ import { scanEventLog } from '../runtime/src/store/event-log.js';
 import { ToolJournal } from '../runtime/src/store/tool-journal.js';
 import { batteryFlow } from './crash/fixture.js';
 import { slowChain, tempDir, until } from './server/helpers.js';
+import { cli } from './support/cli.js';
 
 const cleanups: Array<() => void | Promise<void>> = [];
 afterEach(async () => {
@@ -42,21 +42,6 @@ async function leaveRunning(dir: string, checkpoints: number): Promise<string> {
   await s.close();
   expect(s.store.catalog.data.runs[rec.id]!.status).toBe('running');
   return rec.id;
-}
-
-async function cli(...args: string[]) {
-  let out = '';
-  let err = '';
-  const code = await main(['node', 'switchboard', ...args], {
-    out: (x) => {
-      out += x;
-    },
-    err: (x) => {
-      err += x;
-    },
-    isTTY: false,
-  });
-  return { code, out, err };
 }
 
 describe('start-up with damaged store files', () => {
