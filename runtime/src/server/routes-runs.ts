@@ -5,6 +5,7 @@
 import type { Flow, ModelConfigT } from '@switchboard/schemas';
 import type { FastifyInstance } from 'fastify';
 import type { RunCommand } from '../engine/types.js';
+import { RUN_STATUSES } from '../store/catalog.js';
 import { RUN_ID_RE, type Store } from '../store/store.js';
 import { HttpError } from './errors.js';
 import { checkFlow } from './routes-flows.js';
@@ -12,16 +13,6 @@ import { type RunManager, RunNotLiveError } from './run-manager.js';
 
 const RUN_ID = { type: 'string', pattern: RUN_ID_RE.source } as const;
 const runParams = { type: 'object', properties: { id: RUN_ID }, required: ['id'] } as const;
-const STATUSES = [
-  'pending',
-  'running',
-  'paused',
-  'waiting',
-  'completed',
-  'failed',
-  'cancelled',
-  'interrupted',
-];
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -155,7 +146,7 @@ export function registerRunRoutes(app: FastifyInstance, store: Store, runs: RunM
       const q = req.query;
       const statuses = q.status ? new Set(q.status.split(',')) : undefined;
       for (const s of statuses ?? [])
-        if (!STATUSES.includes(s)) throw new HttpError(400, 'bad-request', `unknown status ${s}`);
+        if (!RUN_STATUSES.has(s)) throw new HttpError(400, 'bad-request', `unknown status ${s}`);
       const list = Object.values(catalog.data.runs)
         .filter(
           (r) =>

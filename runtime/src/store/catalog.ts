@@ -61,7 +61,8 @@ export function emptyCatalog(): CatalogData {
 const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const RUN_STATUSES = new Set<string>([
+/** Every status a run record may hold (the API's run filter accepts exactly these). */
+export const RUN_STATUSES: ReadonlySet<string> = new Set<RunStatus>([
   'pending',
   'running',
   'paused',
