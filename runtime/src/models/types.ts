@@ -2,29 +2,13 @@
  * The contract between the interpreter and model providers. Providers are injected, so the
  * same flow runs on the openai SDK, on a script, or on anything a host adds.
  */
+
+// The message shapes are defined once, in the behaviour contract of @switchboard/nodes, so that
+// node behaviours and model providers speak the same types without a copy to keep in step.
+import type { ChatMessage, ToolCallRequest, ToolSpec } from '@switchboard/nodes/core';
 import type { ModelConfigT } from '@switchboard/schemas';
 
-export interface ToolCallRequest {
-  /** Provider-assigned id, echoed back in the tool result message. */
-  id: string;
-  name: string;
-  /** The raw argument text exactly as the model produced it; parsed and checked by the runtime. */
-  arguments: string;
-}
-
-export type ChatMessage =
-  | { role: 'system'; content: string }
-  | { role: 'user'; content: string; name?: string }
-  | { role: 'assistant'; content: string; name?: string; toolCalls?: ToolCallRequest[] }
-  | { role: 'tool'; content: string; toolCallId: string };
-
-/** A tool as a model sees it. */
-export interface ToolSpec {
-  name: string;
-  description: string;
-  /** JSON Schema of the arguments object. */
-  parameters: Record<string, unknown>;
-}
+export type { ChatMessage, ToolCallRequest, ToolSpec };
 
 export interface ModelRequest {
   /** The node this call is for; providers use it in errors, scripted providers to pick a reply. */
