@@ -259,7 +259,11 @@ export interface ObserverContext<C = Record<string, unknown>> extends NodeContex
   readonly phase: 'before' | 'after';
   /** The node whose turn is observed. */
   readonly subject: string;
-  /** After a turn: the message about to be committed (guards may reject it). */
+  /**
+   * After a turn: the message about to be committed (guards may reject it). Before a turn: what
+   * the subject is about to read — its pending inbox items, or else the last message someone
+   * else wrote.
+   */
   readonly pending?: { content: string; json?: unknown };
   /** After a turn: how many tool calls it made. */
   readonly toolCalls: number;

@@ -104,6 +104,51 @@ describe('checkpoints and resume', () => {
     expect(after.filter((e) => e.type === 'input.requested')).toHaveLength(1);
   });
 
+  it('breakpoints and early answers are part of the checkpoint: a resumed run keeps them', async () => {
+    const cps: string[] = [];
+    const h = runFlow(rich(), 'go', {
+      checkpoint: async (cp) => {
+        cps.push(JSON.stringify(cp));
+      },
+      onEvent: (e) => {
+        // The process "dies" once the room has spoken twice, before the person is asked.
+        if (e.type === 'message' && (e as { message: { content: string } }).message.content === 'b1')
+          queueMicrotask(() => h.send({ type: 'cancel', reason: 'process exits' }));
+      },
+    });
+    h.send({ type: 'breakpoint', nodeId: 'closer', on: true });
+    h.send({ type: 'breakpoint', nodeId: 'planner', on: true });
+    h.send({ type: 'breakpoint', nodeId: 'planner', on: false });
+    h.send({ type: 'answer', nodeId: 'boss', answer: 'yes, early' });
+    expect((await h.result).status).toBe('cancelled');
+    const cp = JSON.parse(cps.at(-1)!) as RunCheckpoint;
+
+    const after: RunEvent[] = [];
+    const h2 = runFlow(rich(), 'go', {
+      resume: cp,
+      humanInput: 'fail',
+      onEvent: (e) => {
+        after.push(e);
+        if (e.type === 'run.paused') setTimeout(() => h2.send({ type: 'resume' }), 1);
+      },
+    });
+    const r = await h2.result;
+    expect(r).toMatchObject({ status: 'completed', output: 'closed' });
+    // The answer sent to the first process reached the person's node (humanInput 'fail' would
+    // have failed the run had it been lost).
+    expect(after.find((e) => e.type === 'input.received')).toMatchObject({
+      nodeId: 'boss',
+      answer: 'yes, early',
+    });
+    // The breakpoint set in the first process still holds; the cleared one does not.
+    const paused = after.filter((e) => e.type === 'run.paused');
+    expect(paused).toHaveLength(1);
+    expect(paused[0]).toMatchObject({ reason: 'breakpoint at closer' });
+    const next = after[after.indexOf(paused[0]!) + 2];
+    expect(next).toMatchObject({ type: 'node.started', nodeId: 'closer' });
+    assertSeqContiguous(after, cp.seq);
+  });
+
   it('refuses a checkpoint of another flow', async () => {
     const { result } = await collectRun(
       rich(),

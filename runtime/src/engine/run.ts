@@ -171,6 +171,8 @@ export class Run {
       this.seq = options.resume.seq;
       this.top = { runId: this.runId, data: cp.data, depth: 0 };
       this.root = cp.root;
+      for (const id of cp.breakpoints ?? []) this.breakpoints.add(id);
+      for (const [key, list] of Object.entries(cp.answers ?? {})) this.pendingAnswers.set(key, [...list]);
     } else {
       this.top = { runId: this.runId, data: newRunData(input), depth: 0 };
       this.root = { at: this.graph.start.id, scopes: [rootScope(this.now())] };
@@ -418,6 +420,8 @@ export class Run {
       if (typeof s.snapshot === 'function') providers[name] = s.snapshot();
     }
     const data: CheckpointData = { v: 1, root: this.root, data: this.top.data, providers };
+    if (this.breakpoints.size > 0) data.breakpoints = [...this.breakpoints];
+    if (this.pendingAnswers.size > 0) data.answers = Object.fromEntries(this.pendingAnswers);
     return { version: 1, runId: this.runId, flowId: this.flow.id, seq: this.seq, data };
   }
 
@@ -1009,19 +1013,24 @@ export class Run {
       this.emit(cx, { type: 'turn.started', nodeId: node.id, turn });
     }
     const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
-    if (node.role === 'agent' && node.observers.length > 0)
-      await this.runObservers(cx, nc, 'before', undefined);
     const maxAttempts = 1 + (node.role === 'agent' ? ((node.config.retries as number | undefined) ?? 1) : 0);
     let outcome: Outcome | undefined;
     // Guard rejections per observer, for this node's attempts; only agents with observers need it.
     let rejections: Map<string, number> | undefined;
-    for (let attempt = 1; ; ) {
+    if (node.role === 'agent' && node.observers.length > 0) {
+      await this.runObservers(cx, nc, 'before', undefined);
+      rejections = new Map();
+      // A `before` guard that refuses the turn holds it here: the model is never called.
+      const held: Outcome = {};
+      if ((await this.runGuards(cx, nc, 'before', held, rejections)) === 'held') outcome = held;
+    }
+    for (let attempt = 1; outcome === undefined; ) {
       try {
         const o: Outcome = await beh.run(nc);
         if (this.stop) throw this.stop;
         if (node.role === 'agent' && o.message && node.observers.length > 0) {
           rejections ??= new Map();
-          const verdict = await this.runGuards(cx, nc, o, rejections);
+          const verdict = await this.runGuards(cx, nc, 'after', o, rejections);
           if (verdict === 'retry') {
             nc.resetTurn();
             continue;
@@ -1133,24 +1142,29 @@ export class Run {
     return out;
   }
 
-  /** Guards check the message a turn produced before it is committed. */
+  /**
+   * Guards `after` a turn check the message it produced before it is committed ('retry' redoes
+   * the turn). Guards `before` a turn check it before the model is called; a violation holds the
+   * turn ('held': `o` says what happens instead — nothing, or an escalation).
+   */
   private async runGuards(
     cx: Ctx,
     nc: NodeCtx,
+    phase: 'before' | 'after',
     o: Outcome,
     rejections: Map<string, number>,
-  ): Promise<'ok' | 'retry'> {
+  ): Promise<'ok' | 'retry' | 'held'> {
     for (const obs of this.observerNodes(nc.node)) {
       if (obs.config.type !== 'guard') continue;
       const beh = obs.behavior as ObserverBehavior;
-      if (!beh.runsAt(obs.config, 'after')) continue;
-      const oc = new ObserverCtx(this, cx, obs, nc, 'after', o, rejections.get(obs.id) ?? 0);
+      if (!beh.runsAt(obs.config, phase)) continue;
+      const oc = new ObserverCtx(this, cx, obs, nc, phase, o, rejections.get(obs.id) ?? 0);
       const v = await beh.observe(oc);
       if (v.action !== 'violation') continue;
       const n = (rejections.get(obs.id) ?? 0) + 1;
       rejections.set(obs.id, n);
       const base = { type: 'observer.fired', nodeId: obs.id, observer: obs.id, target: nc.node.id };
-      if (v.onViolation === 'retry' && n <= v.maxRetries) {
+      if (phase === 'after' && v.onViolation === 'retry' && n <= v.maxRetries) {
         this.emit(cx, { ...base, action: 'retry', detail: { reason: v.reason, attempt: n } });
         nc.extraInbox.push({
           kind: 'directive',
@@ -1163,15 +1177,19 @@ export class Run {
       const d = cx.data;
       d.counters.failures[nc.node.id] = (d.counters.failures[nc.node.id] ?? 0) + 1;
       if (v.onViolation === 'escalate' && v.escalateTo !== undefined) {
-        this.emit(cx, { ...base, action: 'escalate', detail: { reason: v.reason, to: v.escalateTo } });
+        this.emit(cx, {
+          ...base,
+          action: 'escalate',
+          detail: { reason: v.reason, to: v.escalateTo, when: phase },
+        });
         o.escalateTo = v.escalateTo;
         delete o.message;
         delete o.route;
-        return 'ok';
+        return phase === 'before' ? 'held' : 'ok';
       }
-      this.emit(cx, { ...base, action: 'block', detail: { reason: v.reason } });
+      this.emit(cx, { ...base, action: 'block', detail: { reason: v.reason, when: phase } });
       delete o.message;
-      return 'ok';
+      return phase === 'before' ? 'held' : 'ok';
     }
     return 'ok';
   }
@@ -1749,6 +1767,15 @@ export class NodeCtx implements NodeContext {
   }
 }
 
+/** What an agent is about to read this turn: its pending inbox items, or else the last message someone else wrote. */
+function turnInput(nc: NodeCtx): string | undefined {
+  const inbox = nc.inbox;
+  if (inbox.length > 0) return inbox.map((i) => i.text).join('\n\n');
+  const t = nc.transcript;
+  for (let i = t.length - 1; i >= 0; i--) if (t[i]!.author !== nc.node.id) return t[i]!.content;
+  return undefined;
+}
+
 class ObserverCtx extends NodeCtx implements ObserverContext {
   readonly subject: string;
   readonly pending?: { content: string; json?: unknown };
@@ -1767,8 +1794,13 @@ class ObserverCtx extends NodeCtx implements ObserverContext {
     super(engine, cx, observer, [], { at: null, scopes: [rootScope(0)] });
     this.subject = subject.node.id;
     if (o?.message) this.pending = o.message;
+    else if (phase === 'before') {
+      const read = turnInput(subject);
+      if (read !== undefined) this.pending = { content: read };
+    }
     this.toolCalls = o?.toolCalls ?? 0;
-    const now = Date.now();
+    // The engine's clock, as commit() stamps `recent` with it.
+    const now = engine.clock.now();
     this.recentBySubject = (cx.data.recent[this.subject] ?? []).filter((t) => now - t <= 60_000).length;
   }
   override summary(): Summary | undefined {

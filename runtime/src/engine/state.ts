@@ -87,6 +87,10 @@ export interface CheckpointData {
   data: RunData;
   /** Scripted providers' positions, by model name. */
   providers: Record<string, unknown>;
+  /** Node ids to pause before: a resumed run stops where its operator asked it to. */
+  breakpoints?: string[];
+  /** Answers sent before their human node asked, by node id (or '*'). */
+  answers?: Record<string, string[]>;
 }
 
 export function inputText(input: unknown): string {

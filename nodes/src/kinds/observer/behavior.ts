@@ -3,8 +3,11 @@
  * - `summarizer`: every N new messages, condenses the previous summary and every message after
  *   it into a new summary that records the last seq it covers (nothing is ever dropped: a message
  *   is either covered or after `coversSeq`, see lib/memory.ts);
- * - `guard`: deterministic checks of the message about to be committed (JSON Schema, allow/deny
- *   patterns, max length, rate per minute, mic grant); a violation retries, blocks or escalates;
+ * - `guard`: deterministic checks (JSON Schema, allow/deny patterns, max length, rate per minute,
+ *   mic grant). `after` (default) checks the message a turn produced before it is committed, and
+ *   a violation retries, blocks or escalates; `before` checks the turn before the model is called
+ *   (no tokens are spent on a turn that would be refused) against what the agent is about to
+ *   read, and a violation blocks or escalates (there is no message yet to retry);
  * - `reflection`: when its rule holds after a turn, a reminder goes into the agent's inbox.
  */
 import type { Static } from '@sinclair/typebox';
@@ -72,8 +75,6 @@ export function guardViolation(ctx: ObserverContext<ObserverConfigT>): string | 
 export const observerBehavior: ObserverBehavior<ObserverConfigT> = {
   type: 'observer',
   runsAt(config, phase) {
-    // Guards check the message a turn produced, so they always run after it.
-    if (config.type === 'guard') return phase === 'after';
     return (config.when ?? 'after') === phase;
   },
   async observe(ctx) {

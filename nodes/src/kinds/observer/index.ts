@@ -6,7 +6,13 @@ import { observerBehavior } from './behavior.js';
 export const ObserverConfig = Type.Object(
   {
     type: Type.Union([Type.Literal('summarizer'), Type.Literal('guard'), Type.Literal('reflection')]),
-    when: Type.Optional(Type.Union([Type.Literal('before'), Type.Literal('after')], { default: 'after' })),
+    when: Type.Optional(
+      Type.Union([Type.Literal('before'), Type.Literal('after')], {
+        default: 'after',
+        description:
+          "before or after each turn of what it observes. A guard `after` checks the message the turn produced; `before` checks the turn before the model is called (mic, rate) against what the agent is about to read, and its 'retry' acts as 'block'.",
+      }),
+    ),
     // summarizer
     every: Type.Optional(
       Type.Integer({ minimum: 1, description: 'summarizer: summarize after this many new messages.' }),
