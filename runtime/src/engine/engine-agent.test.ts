@@ -232,6 +232,45 @@ describe('agent: tools', () => {
     });
   }
 
+  it('one malformed call spoils only itself and what follows it: the good calls before it run', async () => {
+    const f = toolsFlow([
+      {
+        node: 'a',
+        toolCalls: [
+          { id: 'c1', name: 'add', args: { x: 2, y: 3 } },
+          { id: 'bad2', name: 'add', arguments: '{"x": 1, "y":' },
+          { id: 'c3', name: 'add', args: { x: 1, y: 1 } },
+          { id: 'bad4', name: 'wipe', args: {} },
+        ],
+      },
+      { node: 'a', text: 'it is 5' },
+      { node: 'other', text: 'o' },
+    ]);
+    const { factory, requests } = recordingModels();
+    const host = new MemoryToolHost(f, servers());
+    const { result, events } = await collectRun(f, 'x', { models: factory, tools: host });
+    expect(result.status).toBe('completed');
+    // Only the call before the first malformed one ran.
+    expect(host.calls).toEqual([{ agent: 'a', tool: 'add', args: { x: 2, y: 3 } }]);
+    expect(events.filter((e) => e.type === 'tool.called' && e.nodeId === 'a')).toHaveLength(1);
+    expect(events.find((e) => e.type === 'tool.denied')).toMatchObject({ nodeId: 'a', callId: 'bad4' });
+    const second = requests.filter((r) => r.nodeId === 'a')[1]!;
+    const [assistant, toolMsg, err] = second.messages.slice(-3);
+    // The history carries the call that ran and its result; nothing of the malformed calls.
+    expect(assistant).toMatchObject({ role: 'assistant' });
+    expect(assistant!.toolCalls!.map((c) => c.id)).toEqual(['c1']);
+    expect(toolMsg).toEqual({ role: 'tool', content: '5', toolCallId: 'c1' });
+    expect(JSON.stringify(second.messages)).not.toContain('{\\"x\\": 1, \\"y\\":');
+    const body = JSON.parse(err!.content);
+    expect(body.error).toBe('invalid_tool_calls');
+    expect(body.problems.map((p: { callId: string; error: string }) => [p.callId, p.error])).toEqual([
+      ['bad2', 'arguments_not_json'],
+      ['c3', 'not_run_after_invalid_call'],
+      ['bad4', 'not_granted'],
+    ]);
+    expect(body.instruction).toMatch(/1 call\(s\) before the first problem ran/);
+  });
+
   it('after a bounded number of repairs the turn fails with tool_call_invalid', async () => {
     const f = toolsFlow(
       [
@@ -260,7 +299,7 @@ describe('agent: tools', () => {
       })),
       { node: 'other', text: 'o', repeat: true },
     ];
-    // Enough repairs to try every name: each reply is refused (one bad call spoils the reply).
+    // Enough repairs to try every name; the good call after each bad one never runs.
     const f = toolsFlow(script, { retries: 0 });
     const host = new MemoryToolHost(f, servers());
     const denied: string[] = [];

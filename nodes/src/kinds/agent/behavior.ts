@@ -3,7 +3,9 @@
  * messages under the memory policy; run tool rounds; validate structured output and re-prompt
  * with the error. Malformed tool calls (bad JSON, wrong types, unknown or ungranted tools,
  * oversized arguments) are never executed and never written back into the history: the model
- * gets a structured error instead, and after a bounded number of repairs the turn fails.
+ * gets a structured error instead, and after a bounded number of repairs the turn fails. The
+ * good calls of a reply that come before its first malformed one still run; those after it do
+ * not, since a call may depend on what the calls before it did.
  */
 import type { Static } from '@sinclair/typebox';
 import { type ConditionT, checkAgainstSchema } from '@switchboard/schemas/core';
@@ -41,82 +43,118 @@ export interface CallProblem {
     | 'arguments_not_json'
     | 'arguments_not_object'
     | 'arguments_invalid'
-    | 'no_more_tool_rounds';
+    | 'no_more_tool_rounds'
+    | 'not_run_after_invalid_call';
   detail: string;
+}
+
+/** The verdict on the calls of one reply. */
+export interface CheckedCalls {
+  /** Parsed arguments of the calls that may run: every call before the first invalid one. */
+  args: Record<string, unknown>[];
+  /** The invalid calls, and the valid calls after the first invalid one (they do not run). */
+  problems: CallProblem[];
 }
 
 function clip(s: string, n: number): string {
   return s.length > n ? `${s.slice(0, n)}…` : s;
 }
 
-/** Checks the calls of one reply; returns the parsed arguments or the problems (nothing runs on a problem). */
+/**
+ * Checks every call of one reply (each invalid one is reported, each ungranted one denied).
+ * The calls before the first invalid one may run; a valid call after it is reported as not run.
+ */
 export function checkToolCalls(
   calls: readonly ToolCallRequest[],
   granted: ReadonlyMap<string, ToolPort>,
   onDenied: (call: ToolCallRequest, reason: string) => void,
-): { ok: true; args: Record<string, unknown>[] } | { ok: false; problems: CallProblem[] } {
+): CheckedCalls {
   const problems: CallProblem[] = [];
   const args: Record<string, unknown>[] = [];
+  let firstBad: string | undefined;
   for (const call of calls) {
-    const tool = clip(String(call.name), 64);
-    const callId = clip(String(call.id), 64);
-    const port = granted.get(call.name);
-    if (!port) {
-      const reason = `tool "${tool}" is not granted to this agent`;
-      onDenied(call, reason);
-      problems.push({
-        callId,
-        tool,
-        error: 'not_granted',
-        detail: `${reason}; available: ${[...granted.keys()].join(', ') || 'none'}`,
-      });
+    const before = problems.length;
+    const parsed = checkCall(call, granted, onDenied, problems);
+    if (problems.length > before) {
+      firstBad ??= problems[before]!.callId;
       continue;
     }
-    const raw = typeof call.arguments === 'string' ? call.arguments : '';
-    if (raw.length > MAX_TOOL_ARGS_BYTES) {
+    if (firstBad === undefined) args.push(parsed!);
+    else
       problems.push({
-        callId,
-        tool,
-        error: 'arguments_too_large',
-        detail: `arguments are ${raw.length} characters; the limit is ${MAX_TOOL_ARGS_BYTES}`,
+        callId: clip(String(call.id), 64),
+        tool: clip(String(call.name), 64),
+        error: 'not_run_after_invalid_call',
+        detail: `not run: call "${firstBad}" before it is invalid, and a call may depend on the ones before it; make it again if it is still needed`,
       });
-      continue;
-    }
-    let parsed: unknown;
-    try {
-      parsed = raw.trim() === '' ? {} : JSON.parse(raw);
-    } catch {
-      // The parser's message may quote the input; the model gets a fixed sentence instead.
-      problems.push({
-        callId,
-        tool,
-        error: 'arguments_not_json',
-        detail: 'the arguments are not valid JSON',
-      });
-      continue;
-    }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      problems.push({
-        callId,
-        tool,
-        error: 'arguments_not_object',
-        detail: 'the arguments must be a JSON object',
-      });
-      continue;
-    }
-    const check = checkAgainstSchema(port.parameters, parsed);
-    if (!check.valid) {
-      problems.push({
-        callId,
-        tool,
-        error: 'arguments_invalid',
-        detail: check.errors.slice(0, 5).join('; '),
-      });
-      continue;
-    }
-    args.push(parsed as Record<string, unknown>);
   }
-  return problems.length > 0 ? { ok: false, problems } : { ok: true, args };
+  return { args, problems };
+}
+
+/** One call's parsed arguments, or a problem pushed to `problems` (and undefined). */
+function checkCall(
+  call: ToolCallRequest,
+  granted: ReadonlyMap<string, ToolPort>,
+  onDenied: (call: ToolCallRequest, reason: string) => void,
+  problems: CallProblem[],
+): Record<string, unknown> | undefined {
+  const tool = clip(String(call.name), 64);
+  const callId = clip(String(call.id), 64);
+  const port = granted.get(call.name);
+  if (!port) {
+    const reason = `tool "${tool}" is not granted to this agent`;
+    onDenied(call, reason);
+    problems.push({
+      callId,
+      tool,
+      error: 'not_granted',
+      detail: `${reason}; available: ${[...granted.keys()].join(', ') || 'none'}`,
+    });
+    return undefined;
+  }
+  const raw = typeof call.arguments === 'string' ? call.arguments : '';
+  if (raw.length > MAX_TOOL_ARGS_BYTES) {
+    problems.push({
+      callId,
+      tool,
+      error: 'arguments_too_large',
+      detail: `arguments are ${raw.length} characters; the limit is ${MAX_TOOL_ARGS_BYTES}`,
+    });
+    return undefined;
+  }
+  let parsed: unknown;
+  try {
+    parsed = raw.trim() === '' ? {} : JSON.parse(raw);
+  } catch {
+    // The parser's message may quote the input; the model gets a fixed sentence instead.
+    problems.push({
+      callId,
+      tool,
+      error: 'arguments_not_json',
+      detail: 'the arguments are not valid JSON',
+    });
+    return undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    problems.push({
+      callId,
+      tool,
+      error: 'arguments_not_object',
+      detail: 'the arguments must be a JSON object',
+    });
+    return undefined;
+  }
+  const check = checkAgainstSchema(port.parameters, parsed);
+  if (!check.valid) {
+    problems.push({
+      callId,
+      tool,
+      error: 'arguments_invalid',
+      detail: check.errors.slice(0, 5).join('; '),
+    });
+    return undefined;
+  }
+  return parsed as Record<string, unknown>;
 }
 
 /** Parses structured output: a JSON value, optionally inside a ```json fence. */
@@ -236,7 +274,7 @@ export const agentBehavior: FlowBehavior<AgentConfigT> = {
       const reply = await model.complete(call);
 
       if (reply.toolCalls.length > 0) {
-        const checked: ReturnType<typeof checkToolCalls> = offer
+        const checked: CheckedCalls = offer
           ? checkToolCalls(reply.toolCalls, granted, (c, reason) =>
               ctx.emit({
                 type: 'tool.denied',
@@ -246,7 +284,7 @@ export const agentBehavior: FlowBehavior<AgentConfigT> = {
               }),
             )
           : {
-              ok: false,
+              args: [],
               problems: reply.toolCalls.map((c) => ({
                 callId: clip(String(c.id), 64),
                 tool: clip(String(c.name), 64),
@@ -254,35 +292,27 @@ export const agentBehavior: FlowBehavior<AgentConfigT> = {
                 detail: `no tool calls are allowed now (${maxRounds} rounds used); give your answer`,
               })),
             };
-        if (!checked.ok) {
-          toolRepairs++;
-          if (toolRepairs > DEFAULT_TOOL_REPAIRS)
-            throw new NodeError(
-              'tool_call_invalid',
-              `agent "${ctx.node.id}" kept making invalid tool calls (${checked.problems.map((p) => `${p.tool}: ${p.error}`).join(', ')})`,
-              toolRepairs,
-            );
-          // The malformed reply is not kept; the model sees only the structured error.
-          messages.push({
-            role: 'user',
-            content: JSON.stringify({
-              error: 'invalid_tool_calls',
-              problems: checked.problems,
-              instruction: 'No tool was run. Correct the calls or answer without tools.',
-            }),
-          });
-          continue;
-        }
-        rounds++;
-        messages.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
-        const results = await callTools(reply.toolCalls, checked.args, granted);
-        for (let i = 0; i < reply.toolCalls.length; i++) {
-          const tc = reply.toolCalls[i]!;
-          const port = granted.get(tc.name)!;
-          const res = results[i]!;
-          toolCalls++;
-          messages.push({ role: 'tool', content: res.content, toolCallId: tc.id });
-          if (port.source === 'handover' && port.edgeId && !res.isError) handovers.push(port.edgeId);
+        const { problems } = checked;
+        if (problems.length > 0 && ++toolRepairs > DEFAULT_TOOL_REPAIRS)
+          throw new NodeError(
+            'tool_call_invalid',
+            `agent "${ctx.node.id}" kept making invalid tool calls (${problems.map((p) => `${p.tool}: ${p.error}`).join(', ')})`,
+            toolRepairs,
+          );
+        // Only the calls that run are written back; a malformed call never enters the history.
+        const runnable = reply.toolCalls.slice(0, checked.args.length);
+        if (runnable.length > 0) {
+          rounds++;
+          messages.push({ role: 'assistant', content: reply.text, toolCalls: runnable });
+          const results = await callTools(runnable, checked.args, granted);
+          for (let i = 0; i < runnable.length; i++) {
+            const tc = runnable[i]!;
+            const port = granted.get(tc.name)!;
+            const res = results[i]!;
+            toolCalls++;
+            messages.push({ role: 'tool', content: res.content, toolCallId: tc.id });
+            if (port.source === 'handover' && port.edgeId && !res.isError) handovers.push(port.edgeId);
+          }
         }
         if (handovers.length > 0) {
           const to = handovers.map((e) => ctx.candidates.find((c) => c.edgeId === e)?.label ?? e).join(', ');
@@ -292,6 +322,18 @@ export const agentBehavior: FlowBehavior<AgentConfigT> = {
             toolCalls,
           };
         }
+        if (problems.length > 0)
+          messages.push({
+            role: 'user',
+            content: JSON.stringify({
+              error: 'invalid_tool_calls',
+              problems,
+              instruction:
+                runnable.length > 0
+                  ? `The ${runnable.length} call(s) before the first problem ran; their results are above. The calls listed here did not run. Correct them or answer.`
+                  : 'No tool was run. Correct the calls or answer without tools.',
+            }),
+          });
         continue;
       }
 
