@@ -9,6 +9,7 @@ export default defineConfig({
     alias: {
       // Subpaths before their package: an alias also matches `<key>/…`.
       '@switchboard/schemas/core': src('./schemas/src/core.ts'),
+      '@switchboard/schemas/ydoc': src('./schemas/src/ydoc.ts'),
       '@switchboard/schemas': src('./schemas/src/index.ts'),
       '@switchboard/nodes/core': src('./nodes/src/core.ts'),
       '@switchboard/nodes': src('./nodes/src/index.ts'),

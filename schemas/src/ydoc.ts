@@ -1,5 +1,7 @@
 /**
- * The flow document kept in a Y.Doc, so that the editor's state can be shared for co-editing.
+ * `@switchboard/schemas/ydoc`: the flow document kept in a Y.Doc, the shape co-editing shares.
+ * The editor edits it; the server loads a room from the catalog and saves it back with the same
+ * mapping, so both sides read one layout. Browser-safe; only this subpath loads yjs.
  *
  * Layout of the Y.Doc (names are part of the collaboration contract, change them only with a
  * migration):
@@ -16,12 +18,10 @@
  *
  * Plain values are never mutated in place: every change sets a new value inside a transaction.
  */
-import type { Flow, FlowEdgeT, FlowNodeT } from '@switchboard/schemas';
 import * as Y from 'yjs';
+import type { Flow, FlowEdgeT, FlowNodeT } from './flow.js';
 
-/** Transaction origin of this editor's own edits; the undo manager tracks only these. */
-export const LOCAL = Symbol('switchboard-local-edit');
-/** Origin of loading a whole document (import, template, restore); never undoable. */
+/** Origin of loading a whole document (import, template, restore, a room's load); never undoable. */
 export const LOAD = Symbol('switchboard-load');
 
 export interface FlowDocParts {
@@ -169,4 +169,83 @@ export function docToFlow(doc: Y.Doc): Flow {
   out.nodes = orderedIds(p.nodes, p.nodeOrder).map((id) => readNode(id, p.nodes.get(id)!));
   out.edges = orderedIds(p.edges, p.edgeOrder).map((id) => readEdge(id, p.edges.get(id)!));
   return out as unknown as Flow;
+}
+
+/** Whether `doc` holds no flow at all (a room nobody has seeded yet). */
+export function isEmptyFlowDoc(doc: Y.Doc): boolean {
+  const p = parts(doc);
+  return p.meta.size === 0 && p.nodes.size === 0 && p.edges.size === 0;
+}
+
+/**
+ * Deep equality of JSON values, key order included: a config's key order reaches the exported
+ * bytes, so a reordered config is a change.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    return a.length === bb.length && a.every((v, i) => jsonEqual(v, bb[i]));
+  }
+  const oa = a as Record<string, unknown>;
+  const ob = b as Record<string, unknown>;
+  const ka = Object.keys(oa).filter((k) => oa[k] !== undefined);
+  const kb = Object.keys(ob).filter((k) => ob[k] !== undefined);
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && jsonEqual(oa[k], ob[k]));
+}
+
+/** Sets the plain fields of one node or edge map to `item`'s, touching only those that differ. */
+function reconcileItem(m: Y.Map<unknown>, item: Record<string, unknown>): void {
+  for (const k of [...m.keys()]) if (k === 'id' || item[k] === undefined) m.delete(k);
+  for (const [k, v] of Object.entries(item)) {
+    if (k === 'id' || v === undefined) continue;
+    const cur = m.get(k);
+    if (cur instanceof Y.Map || !jsonEqual(cur, v)) m.set(k, v);
+  }
+}
+
+function reconcileMap(
+  map: Y.Map<Y.Map<unknown>>,
+  order: Y.Array<string>,
+  items: Array<FlowNodeT | FlowEdgeT>,
+  toYMap: (item: never) => Y.Map<unknown>,
+): void {
+  const wanted = new Set(items.map((i) => i.id));
+  for (const id of [...map.keys()]) if (!wanted.has(id)) map.delete(id);
+  for (const item of items) {
+    const m = map.get(item.id);
+    if (m instanceof Y.Map) reconcileItem(m, item as unknown as Record<string, unknown>);
+    else map.set(item.id, toYMap(item as never));
+  }
+  const ids = items.map((i) => i.id);
+  const now = order.toArray();
+  if (now.length !== ids.length || now.some((id, i) => id !== ids[i])) {
+    order.delete(0, order.length);
+    order.push(ids);
+  }
+}
+
+/**
+ * Makes `doc` hold `flow` with the smallest change: fields, nodes and edges that are equal stay
+ * untouched (same Yjs items), so applying a flow the document already holds changes nothing, and
+ * a write from elsewhere (the REST API into an open room) reaches co-editors as the edits it
+ * really is rather than as a whole new document. One transaction.
+ * Throws `UnrepresentableFlowError` when the flow lacks the shape the editor needs.
+ */
+export function applyFlowToDoc(doc: Y.Doc, flow: unknown, origin: unknown = LOAD): void {
+  assertRepresentable(flow);
+  const p = parts(doc);
+  doc.transact(() => {
+    const top = flow as unknown as Record<string, unknown>;
+    for (const k of [...p.meta.keys()])
+      if (k === 'nodes' || k === 'edges' || top[k] === undefined) p.meta.delete(k);
+    for (const [k, v] of Object.entries(top)) {
+      if (k === 'nodes' || k === 'edges' || v === undefined) continue;
+      if (!jsonEqual(p.meta.get(k), v)) p.meta.set(k, v);
+    }
+    reconcileMap(p.nodes, p.nodeOrder, flow.nodes, nodeToYMap as (i: never) => Y.Map<unknown>);
+    reconcileMap(p.edges, p.edgeOrder, flow.edges, edgeToYMap as (i: never) => Y.Map<unknown>);
+  }, origin);
 }

@@ -15,7 +15,7 @@
 
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
-import { assertRepresentable, LOAD, loadFlowIntoDoc, parts } from '../model/flowDoc.js';
+import { assertRepresentable, isEmptyFlowDoc, LOAD, loadFlowIntoDoc } from '../model/flowDoc.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { type Identity, isIdentity } from './identity.js';
 
@@ -60,11 +60,6 @@ export interface CollabOptions {
   onRoom?(room: string | undefined): void;
   /** A WebSocket constructor (tests in Node). */
   WebSocketPolyfill?: unknown;
-}
-
-function isEmptyDoc(doc: Y.Doc): boolean {
-  const p = parts(doc);
-  return p.meta.size === 0 && p.nodes.size === 0 && p.edges.size === 0;
 }
 
 const MAX_SELECTION = 200;
@@ -137,7 +132,7 @@ export class Collab {
     provider.on('sync', (synced: boolean) => {
       if (!synced || adopted || this.provider !== provider) return;
       adopted = true;
-      const empty = isEmptyDoc(doc);
+      const empty = isEmptyFlowDoc(doc);
       if (empty) loadFlowIntoDoc(doc, this.o.store.toFlow(), LOAD);
       this.o.store.replaceDoc(doc);
       const joined = { room: id, adopted: !empty, others: Math.max(0, awareness.getStates().size - 1) };
