@@ -98,17 +98,28 @@ export function edgeToYMap(edge: FlowEdgeT): Y.Map<unknown> {
   return m;
 }
 
+/**
+ * The fields of one node or edge entry. Entries are Y.Maps when written by an editor; anything
+ * else (a peer writing another layout) is read as its plain fields, or none, rather than
+ * throwing: a shared document is input from other people's browsers.
+ */
+function readItem(id: string, m: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = { id };
+  if (m instanceof Y.Map) {
+    for (const [k, v] of m.entries()) if (k !== 'id') out[k] = v instanceof Y.Map ? yMapToObject(v) : v;
+  } else if (isPlainObject(m)) {
+    for (const [k, v] of Object.entries(m)) if (k !== 'id') out[k] = v;
+  }
+  return out;
+}
+
 /** Reads one node back as plain JSON. */
 export function readNode(id: string, m: Y.Map<unknown>): FlowNodeT {
-  const out: Record<string, unknown> = { id };
-  for (const [k, v] of m.entries()) out[k] = v instanceof Y.Map ? yMapToObject(v) : v;
-  return out as unknown as FlowNodeT;
+  return readItem(id, m) as unknown as FlowNodeT;
 }
 
 export function readEdge(id: string, m: Y.Map<unknown>): FlowEdgeT {
-  const out: Record<string, unknown> = { id };
-  for (const [k, v] of m.entries()) out[k] = v instanceof Y.Map ? yMapToObject(v) : v;
-  return out as unknown as FlowEdgeT;
+  return readItem(id, m) as unknown as FlowEdgeT;
 }
 
 /** Ids in document order: the order arrays first (deduplicated), then any id they miss. */

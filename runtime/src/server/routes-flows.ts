@@ -2,12 +2,18 @@
  * Flows: list, get, create, replace, delete, validate, import and export. Every write goes
  * through the one validator; an invalid write is refused with 400 and the validator's
  * problems, and the stored flow stays as it was.
+ *
+ * Co-editing rooms are saved to the same records (room-persistence.ts). Reads and writes of a
+ * flow whose room is open first let the room save its pending changes, so an ETag names what
+ * the editors see and `If-Match` catches a write that would undo their work; a write that goes
+ * through is shown in the room to everyone editing it.
  */
 import { validate } from '@switchboard/nodes';
 import { type Flow, serializeFlow } from '@switchboard/schemas';
 import type { FastifyInstance } from 'fastify';
-import type { Catalog, FlowRecord } from '../store/catalog.js';
 import { HttpError } from './errors.js';
+import type { FlowRecords } from './flow-records.js';
+import type { FlowRoomLink } from './room-persistence.js';
 
 const ID = { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$', maxLength: 128 } as const;
 const idParams = { type: 'object', properties: { id: ID }, required: ['id'] } as const;
@@ -28,29 +34,19 @@ export function checkFlow(body: unknown): { flow: Flow; warnings: unknown[] } {
   return { flow: v.flow, warnings: v.warnings };
 }
 
-export function registerFlowRoutes(app: FastifyInstance, catalog: Catalog): void {
-  const flows = () => catalog.data.flows;
+/** Without co-editing rooms (tests of the routes alone): nothing to settle or show. */
+const NO_ROOMS: FlowRoomLink = {
+  settle: async () => {},
+  stored: async () => {},
+  deleted: async () => {},
+};
 
-  async function put(
-    flow: Flow,
-    mode: 'create' | 'replace' | 'upsert',
-  ): Promise<{ rec: FlowRecord; created: boolean }> {
-    const old = flows()[flow.id];
-    if (old && mode === 'create')
-      throw new HttpError(409, 'exists', `a flow with id ${flow.id} exists already`);
-    if (!old && mode === 'replace') throw new HttpError(404, 'not-found', `no flow ${flow.id}`);
-    const t = new Date().toISOString();
-    const rec: FlowRecord = { flow, rev: (old?.rev ?? 0) + 1, createdAt: old?.createdAt ?? t, updatedAt: t };
-    flows()[flow.id] = rec;
-    try {
-      await catalog.save();
-    } catch (e) {
-      // Keep memory and disk in agreement when the write fails.
-      if (old) flows()[flow.id] = old;
-      else delete flows()[flow.id];
-      throw e;
-    }
-    return { rec, created: !old };
+export function registerFlowRoutes(app: FastifyInstance, records: FlowRecords, rooms = NO_ROOMS): void {
+  async function put(flow: Flow, mode: 'create' | 'replace' | 'upsert') {
+    await rooms.settle(flow.id);
+    const r = await records.put(flow, mode);
+    await rooms.stored(flow);
+    return r;
   }
 
   app.get(
@@ -82,7 +78,8 @@ export function registerFlowRoutes(app: FastifyInstance, catalog: Catalog): void
       },
     },
     async () => ({
-      flows: Object.values(flows())
+      flows: records
+        .all()
         .map((r) => ({
           id: r.flow.id,
           name: r.flow.name,
@@ -99,7 +96,8 @@ export function registerFlowRoutes(app: FastifyInstance, catalog: Catalog): void
     '/api/flows/:id',
     { schema: { summary: 'Get a flow document (ETag: its revision)', params: idParams } },
     async (req, reply) => {
-      const rec = flows()[req.params.id];
+      await rooms.settle(req.params.id);
+      const rec = records.get(req.params.id);
       if (!rec) throw new HttpError(404, 'not-found', `no flow ${req.params.id}`);
       reply.header('etag', `"${rec.rev}"`);
       return rec.flow;
@@ -142,7 +140,8 @@ export function registerFlowRoutes(app: FastifyInstance, catalog: Catalog): void
           `the body's id ${flow.id} differs from the URL's ${req.params.id}`,
         );
       const ifMatch = req.headers['if-match'];
-      const cur = flows()[flow.id];
+      await rooms.settle(flow.id);
+      const cur = records.get(flow.id);
       if (typeof ifMatch === 'string' && ifMatch !== '*' && ifMatch !== `"${cur?.rev ?? 0}"`)
         throw new HttpError(412, 'conflict', `the flow changed (now revision ${cur?.rev ?? 0})`);
       const { rec, created } = await put(flow, 'upsert');
@@ -155,15 +154,9 @@ export function registerFlowRoutes(app: FastifyInstance, catalog: Catalog): void
     '/api/flows/:id',
     { schema: { summary: 'Delete a flow', params: idParams } },
     async (req, reply) => {
-      const old = flows()[req.params.id];
-      if (!old) throw new HttpError(404, 'not-found', `no flow ${req.params.id}`);
-      delete flows()[req.params.id];
-      try {
-        await catalog.save();
-      } catch (e) {
-        flows()[req.params.id] = old;
-        throw e;
-      }
+      if (!(await records.remove(req.params.id)))
+        throw new HttpError(404, 'not-found', `no flow ${req.params.id}`);
+      await rooms.deleted(req.params.id);
       return reply.code(204).send();
     },
   );
@@ -215,7 +208,8 @@ export function registerFlowRoutes(app: FastifyInstance, catalog: Catalog): void
       },
     },
     async (req, reply) => {
-      const rec = flows()[req.params.id];
+      await rooms.settle(req.params.id);
+      const rec = records.get(req.params.id);
       if (!rec) throw new HttpError(404, 'not-found', `no flow ${req.params.id}`);
       reply
         .header('content-type', 'application/json; charset=utf-8')

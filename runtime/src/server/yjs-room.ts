@@ -2,6 +2,10 @@
  * A small Yjs room server on y-protocols (sync + awareness), one room per flow. It speaks the
  * y-websocket wire protocol, so the editor's `WebsocketProvider` connects to
  * `ws://HOST/api/yjs/<flowId>`. Rooms live while someone is connected, plus a grace period.
+ * What a room holds is loaded and saved through hooks (the server's are in room-persistence.ts):
+ * a save runs a quiet moment after the last change (and at least every `saveMaxDelayMs` while
+ * changes keep coming), when the last client leaves, and on shutdown; saves of one room never
+ * overlap.
  */
 import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
@@ -19,9 +23,14 @@ export interface RoomHooks {
   load?: (name: string, doc: Y.Doc) => void | Promise<void>;
   /** Called (debounced) after updates, to persist the document. */
   save?: (name: string, doc: Y.Doc) => void | Promise<void>;
+  /** Quiet time after the last change before a save. Default 2 s. */
   saveDelayMs?: number;
+  /** Longest a stream of changes waits for a save. Default 10 s. */
+  saveMaxDelayMs?: number;
   /** How long an empty room is kept. Default 30 s. */
   idleMs?: number;
+  /** A load or save that failed (logged by the caller; the room keeps its document). */
+  onError?: (name: string, op: 'load' | 'save', err: unknown) => void;
 }
 
 class Room {
@@ -30,15 +39,21 @@ class Room {
   /** Each connection and the awareness client ids it controls. */
   readonly conns = new Map<WebSocket, Set<number>>();
   idleTimer: NodeJS.Timeout | undefined;
-  saveTimer: NodeJS.Timeout | undefined;
-  ready: Promise<void>;
+  private saveTimer: NodeJS.Timeout | undefined;
+  /** When the oldest unsaved change and the newest one happened (ms). */
+  private firstChange = 0;
+  private lastChange = 0;
+  /** The save running now (saves of one room are chained, never concurrent). */
+  private saving: Promise<void> = Promise.resolve();
+  readonly ready: Promise<void>;
 
   constructor(
     readonly name: string,
     private readonly hooks: RoomHooks,
   ) {
     this.awareness.setLocalState(null);
-    this.ready = Promise.resolve(hooks.load?.(name, this.doc));
+    this.ready = Promise.resolve().then(() => hooks.load?.(name, this.doc));
+    this.ready.catch((err) => hooks.onError?.(name, 'load', err));
     this.doc.on('update', (update: Uint8Array, origin: unknown) => {
       const enc = encoding.createEncoder();
       encoding.writeVarUint(enc, MESSAGE_SYNC);
@@ -68,21 +83,52 @@ class Room {
     );
   }
 
+  /** Whether changes wait for a save. */
+  get pending(): boolean {
+    return this.saveTimer !== undefined;
+  }
+
   private scheduleSave(): void {
-    if (!this.hooks.save || this.saveTimer) return;
+    if (!this.hooks.save) return;
+    const now = Date.now();
+    this.lastChange = now;
+    if (this.saveTimer) return;
+    this.firstChange = now;
+    this.arm(this.hooks.saveDelayMs ?? 2000);
+  }
+
+  /** One timer per room, re-armed until changes have paused (or waited too long). */
+  private arm(ms: number): void {
     this.saveTimer = setTimeout(() => {
+      const delay = this.hooks.saveDelayMs ?? 2000;
+      const now = Date.now();
+      const quietFor = now - this.lastChange;
+      const waited = now - this.firstChange;
+      const maxWait = this.hooks.saveMaxDelayMs ?? 10_000;
+      if (quietFor < delay && waited < maxWait) return this.arm(Math.min(delay - quietFor, maxWait - waited));
       this.saveTimer = undefined;
-      void Promise.resolve(this.hooks.save?.(this.name, this.doc)).catch(() => {});
-    }, this.hooks.saveDelayMs ?? 500);
+      void this.runSave();
+    }, ms);
     this.saveTimer.unref();
   }
 
-  flushSave(): void {
+  private runSave(): Promise<void> {
+    const hooks = this.hooks;
+    this.saving = this.saving
+      .then(() => this.ready)
+      .then(() => hooks.save?.(this.name, this.doc))
+      .catch((err) => hooks.onError?.(this.name, 'save', err));
+    return this.saving;
+  }
+
+  /** Saves now if changes are pending; resolves once no save of this room is running. */
+  flush(): Promise<void> {
     if (this.saveTimer) {
       clearTimeout(this.saveTimer);
       this.saveTimer = undefined;
-      void Promise.resolve(this.hooks.save?.(this.name, this.doc)).catch(() => {});
+      return this.runSave();
     }
+    return this.saving;
   }
 }
 
@@ -120,6 +166,24 @@ export class YjsRooms {
     return this.rooms.get(name)?.doc;
   }
 
+  /** The open room's document once it has loaded; undefined when no room is open. */
+  async loaded(name: string): Promise<Y.Doc | undefined> {
+    const room = this.rooms.get(name);
+    if (!room) return undefined;
+    await room.ready;
+    return this.rooms.get(name) === room ? room.doc : undefined;
+  }
+
+  /** Whether the room has changes waiting for their save. */
+  pending(name: string): boolean {
+    return this.rooms.get(name)?.pending ?? false;
+  }
+
+  /** Saves the room's pending changes now; resolves when its saves have ended. */
+  async flush(name: string): Promise<void> {
+    await this.rooms.get(name)?.flush();
+  }
+
   async attach(ws: WebSocket, name: string): Promise<void> {
     const room = this.room(name);
     ws.binaryType = 'arraybuffer';
@@ -135,7 +199,13 @@ export class YjsRooms {
     });
     ws.on('close', () => this.leave(room, ws));
     ws.on('error', () => this.leave(room, ws));
-    await room.ready;
+    try {
+      await room.ready;
+    } catch {
+      // Reported through onError; a client must not seed (and so overwrite) a room that failed to load.
+      ws.close(1011, 'the room could not be loaded');
+      return;
+    }
     loaded = true;
     // Sync step 1 and the current awareness states, as y-websocket's server does.
     const enc = encoding.createEncoder();
@@ -196,25 +266,30 @@ export class YjsRooms {
     if (!ids) return;
     room.conns.delete(ws);
     awarenessProtocol.removeAwarenessStates(room.awareness, [...ids], null);
-    if (room.conns.size === 0) {
-      room.flushSave();
+    if (room.conns.size === 0 && this.rooms.get(room.name) === room) {
+      // The last one out: save now rather than a moment later.
+      void room.flush();
       room.idleTimer = setTimeout(() => {
-        if (room.conns.size === 0) {
-          room.doc.destroy();
-          this.rooms.delete(room.name);
-        }
+        void room.flush().then(() => {
+          if (room.conns.size === 0 && this.rooms.get(room.name) === room && !room.pending) {
+            this.rooms.delete(room.name);
+            room.doc.destroy();
+          }
+        });
       }, this.hooks.idleMs ?? 30_000);
       room.idleTimer.unref();
     }
   }
 
-  closeAll(): void {
-    for (const room of this.rooms.values()) {
-      room.flushSave();
+  /** Saves every room's pending changes, closes every connection and drops the rooms. */
+  async closeAll(): Promise<void> {
+    const rooms = [...this.rooms.values()];
+    this.rooms.clear();
+    for (const room of rooms) {
       if (room.idleTimer) clearTimeout(room.idleTimer);
       for (const ws of room.conns.keys()) ws.close(1001, 'server shutting down');
-      room.doc.destroy();
     }
-    this.rooms.clear();
+    await Promise.all(rooms.map((room) => room.flush()));
+    for (const room of rooms) room.doc.destroy();
   }
 }

@@ -1,0 +1,228 @@
+/**
+ * Co-editing rooms and the catalog, kept in step.
+ *
+ * - A room opens on the catalog's flow (continuing its saved Yjs history when there is one).
+ * - A room is saved back when its document changed, holds a valid flow (the one validator, as
+ *   for REST writes) whose id is the room's name: as the next revision of that flow. An invalid
+ *   document stays in the room, unsaved, and is saved once it is valid again; a flow is never
+ *   half-saved.
+ * - Opening saves nothing: a room whose flow the catalog does not hold yet (a template, a new
+ *   flow) is saved from its first change on, not for being seeded.
+ * - REST writes win and are shown: a write to a flow whose room is open first saves the room's
+ *   pending changes (so `If-Match` compares against what the editors see), then lands in the
+ *   room as the smallest change, for everyone in it.
+ * Saving a room approves nothing: stdio commands a saved flow names still wait for the local
+ * operator's consent (`switchboard trust`), as for any flow that arrived through the API.
+ */
+import { validate } from '@switchboard/nodes';
+import { type Flow, serializeFlow } from '@switchboard/schemas';
+import { applyFlowToDoc, docToFlow, isEmptyFlowDoc, LOAD } from '@switchboard/schemas/ydoc';
+import type { FastifyBaseLogger } from 'fastify';
+import * as Y from 'yjs';
+import type { FlowRecords } from './flow-records.js';
+import type { RoomStates } from './room-states.js';
+import type { RoomHooks, YjsRooms } from './yjs-room.js';
+
+/** Transaction origin of a REST write applied into an open room. */
+export const REST_WRITE = Symbol('switchboard-rest-write');
+
+/** What the last save attempt of a room did. */
+export type RoomSaveState =
+  /** Written as revision `rev`. */
+  | 'saved'
+  /** Nothing to write: the catalog holds this document already (or it was just seeded). */
+  | 'unchanged'
+  /** Not written: the validator found `errors` problems. */
+  | 'invalid'
+  /** Not written: the document's id is not the room's (rename with Save, which stores the new id). */
+  | 'id-mismatch'
+  /** Not written: the room holds no flow. */
+  | 'empty';
+
+export interface RoomSaveStatus {
+  state: RoomSaveState;
+  rev?: number;
+  errors?: number;
+}
+
+interface DocState {
+  /** The document's flow text as last saved, loaded or seeded; a save writes only when it differs. */
+  baseline?: string;
+  status?: RoomSaveStatus;
+}
+
+/** The REST routes' view of the rooms (see routes-flows.ts). */
+export interface FlowRoomLink {
+  /** Saves the open room's pending changes first, so that reads and `If-Match` see them. */
+  settle(id: string): Promise<void>;
+  /** A flow was written through the API: show it in its open room. */
+  stored(flow: Flow): Promise<void>;
+  /** A flow was deleted through the API. */
+  deleted(id: string): Promise<void>;
+}
+
+const docText = (doc: Y.Doc) => serializeFlow(docToFlow(doc));
+
+export class RoomPersistence implements FlowRoomLink {
+  private readonly docs = new WeakMap<Y.Doc, DocState>();
+  private rooms: YjsRooms | undefined;
+
+  constructor(
+    private readonly records: FlowRecords,
+    private readonly states: RoomStates,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  /** The hooks a `YjsRooms` needs; `attach` gives this the rooms it serves. */
+  hooks(options: Omit<RoomHooks, 'load' | 'save' | 'onError'> = {}): RoomHooks {
+    return {
+      ...options,
+      load: (name, doc) => this.load(name, doc),
+      save: (name, doc) => this.save(name, doc),
+      onError: (name, op, err) => this.log.error({ err, room: name }, `co-editing room ${op} failed`),
+    };
+  }
+
+  attach(rooms: YjsRooms): void {
+    this.rooms = rooms;
+  }
+
+  /** What the last save attempt of an open room did (tests, diagnostics). */
+  statusOf(name: string): RoomSaveStatus | undefined {
+    const doc = this.rooms?.docOf(name);
+    return doc ? this.docs.get(doc)?.status : undefined;
+  }
+
+  private stateOf(doc: Y.Doc): DocState {
+    let st = this.docs.get(doc);
+    if (!st) {
+      st = {};
+      this.docs.set(doc, st);
+    }
+    return st;
+  }
+
+  async load(name: string, doc: Y.Doc): Promise<void> {
+    const st = this.stateOf(doc);
+    const history = this.records.get(name) ? await this.readHistory(name) : undefined;
+    // Read after the await: a REST write or delete may have happened meanwhile.
+    const rec = this.records.get(name);
+    if (!rec) {
+      // Nothing saved: the first editor seeds the room, and that seed is not a change.
+      // (Runs inside a client's update: it must not throw, or that client is dropped.)
+      const seeded = () => {
+        try {
+          if (st.baseline === undefined && !isEmptyFlowDoc(doc)) st.baseline = docText(doc);
+        } catch {
+          // Not a document this server can read yet; the next update may be.
+        }
+        if (st.baseline !== undefined) doc.off('update', seeded);
+      };
+      doc.on('update', seeded);
+      return;
+    }
+    if (history) Y.applyUpdate(doc, history, LOAD);
+    // The catalog is the truth: a REST write made while the room was closed lands as a change.
+    applyFlowToDoc(doc, rec.flow, LOAD);
+    st.baseline = docText(doc);
+  }
+
+  /** The saved Yjs history, if it is there and readable; otherwise the room starts afresh. */
+  private async readHistory(name: string): Promise<Uint8Array | undefined> {
+    try {
+      const bytes = await this.states.read(name);
+      if (!bytes) return undefined;
+      // Decoded into a scratch document first: a damaged file must not leave half an update.
+      const scratch = new Y.Doc();
+      try {
+        Y.applyUpdate(scratch, bytes);
+      } finally {
+        scratch.destroy();
+      }
+      return bytes;
+    } catch (err) {
+      this.log.warn(
+        { err, file: this.states.file(name) },
+        'unreadable co-editing history; the room starts from the saved flow',
+      );
+      return undefined;
+    }
+  }
+
+  async save(name: string, doc: Y.Doc): Promise<void> {
+    const st = this.stateOf(doc);
+    if (isEmptyFlowDoc(doc)) {
+      st.status = { state: 'empty' };
+      return;
+    }
+    let flow: Flow;
+    let text: string;
+    try {
+      flow = docToFlow(doc);
+      text = serializeFlow(flow);
+    } catch {
+      // A peer wrote something that is not a flow at all: nothing to save.
+      st.status = { state: 'invalid', errors: 1 };
+      return;
+    }
+    if (st.baseline === undefined || text === st.baseline) {
+      st.baseline ??= text;
+      st.status = { state: 'unchanged', rev: this.records.get(name)?.rev };
+      return;
+    }
+    if (flow.id !== name) {
+      st.status = { state: 'id-mismatch' };
+      return;
+    }
+    const v = validate(flow);
+    if (!v.ok || !v.flow) {
+      st.status = { state: 'invalid', errors: v.errors.length };
+      this.log.debug({ room: name, problems: v.errors.length }, 'co-editing room not saved: invalid flow');
+      return;
+    }
+    // Taken before any await: the history written is the one of the flow written.
+    const history = Y.encodeStateAsUpdate(doc);
+    const cur = this.records.get(name);
+    if (cur && serializeFlow(cur.flow) === serializeFlow(v.flow)) {
+      st.baseline = text;
+      st.status = { state: 'unchanged', rev: cur.rev };
+      return;
+    }
+    const { rec } = await this.records.put(v.flow, 'upsert');
+    st.baseline = text;
+    st.status = { state: 'saved', rev: rec.rev };
+    await this.writeHistory(name, history);
+  }
+
+  /** The history is a convenience (see room-states.ts): failing to write it fails no save. */
+  private async writeHistory(name: string, history: Uint8Array): Promise<void> {
+    try {
+      await this.states.write(name, history);
+    } catch (err) {
+      this.log.warn({ err, room: name }, 'co-editing history not written; the flow itself is saved');
+    }
+  }
+
+  async settle(id: string): Promise<void> {
+    await this.rooms?.flush(id);
+  }
+
+  async stored(flow: Flow): Promise<void> {
+    const doc = await this.rooms?.loaded(flow.id).catch(() => undefined);
+    if (!doc) return;
+    applyFlowToDoc(doc, flow, REST_WRITE);
+    const st = this.stateOf(doc);
+    st.baseline = docText(doc);
+    st.status = { state: 'unchanged', rev: this.records.get(flow.id)?.rev };
+    await this.writeHistory(flow.id, Y.encodeStateAsUpdate(doc));
+  }
+
+  async deleted(id: string): Promise<void> {
+    await this.states
+      .remove(id)
+      .catch((err) => this.log.warn({ err, room: id }, 'co-editing history not removed'));
+    const doc = await this.rooms?.loaded(id).catch(() => undefined);
+    // Whoever is still in the room keeps what they see; it is saved again only if they change it.
+    if (doc) this.stateOf(doc).baseline = docText(doc);
+  }
+}
