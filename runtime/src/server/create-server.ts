@@ -5,17 +5,20 @@
  */
 import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import fastifyStatic from '@fastify/static';
 import fastifyWebsocket from '@fastify/websocket';
 import type { RunEvent } from '@switchboard/schemas';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { Store } from '../store/store.js';
 import { installErrorHandling } from './errors.js';
 import { EventHub, type HubOptions } from './event-hub.js';
+import { FlowRecords } from './flow-records.js';
 import { installGuard } from './guard.js';
 import { installJsonParser } from './json-body.js';
 import { collectRoutes } from './openapi.js';
+import { RoomPersistence } from './room-persistence.js';
+import { RoomStates } from './room-states.js';
 import { registerFlowRoutes } from './routes-flows.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { FINAL, RunManager, type RunManagerOptions } from './run-manager.js';
@@ -26,7 +29,8 @@ import {
   isLoopbackHost,
   tokenProblem,
 } from './security.js';
-import { YjsRooms } from './yjs-room.js';
+import { registerEditor } from './static-editor.js';
+import { type RoomHooks, YjsRooms } from './yjs-room.js';
 
 export const DEFAULT_PORT = 5170;
 export const DEFAULT_HOST = '127.0.0.1';
@@ -52,6 +56,8 @@ export interface ServerOptions {
   /** fastify/pino logger option (false: silent). */
   logger?: FastifyServerOptions['logger'];
   hub?: HubOptions;
+  /** Co-editing rooms: save delays and how long an empty room is kept (tests shorten them). */
+  rooms?: Pick<RoomHooks, 'saveDelayMs' | 'saveMaxDelayMs' | 'idleMs'>;
   /** Passed to the run manager (engine, models, tools). */
   runs?: Omit<RunManagerOptions, 'store' | 'publish' | 'logger'>;
   /** `os`: no per-turn fsync (survives kill -9, not power loss). Default `fsync`. */
@@ -67,9 +73,20 @@ export interface SwitchboardServer {
   runs: RunManager;
   hub: EventHub;
   rooms: YjsRooms;
+  /** Saves rooms to the catalog and shows REST writes in open rooms. */
+  roomStore: RoomPersistence;
+  /** The editor build's routes served without a token (empty when there is no build). */
+  editorRoutes: ReadonlySet<string>;
+  /** Whether every route but the public ones needs the token. */
+  tokenRequired: boolean;
   /** What recovery found at start. */
   recovered: { resumed: string[]; interrupted: string[]; final: string[] };
-  listen(): Promise<{ url: string; port: number }>;
+  /**
+   * Starts listening. `editor` is the address to open in a browser: with a token it carries
+   * `?token=`, which the editor stores and removes from the address bar (print it once, to the
+   * operator; never log it).
+   */
+  listen(): Promise<{ url: string; port: number; editor: string }>;
   close(): Promise<void>;
 }
 
@@ -91,6 +108,21 @@ function withRedaction(logger: FastifyServerOptions['logger']): FastifyServerOpt
       }),
     },
   } as FastifyServerOptions['logger'];
+}
+
+/**
+ * Where a browser opens the editor: the first origin or Host the operator allowed (the name
+ * people use, e.g. behind a proxy), else the address listened on; with a token, `?token=`.
+ */
+export function editorAddress(
+  listenUrl: string,
+  extraHosts: string[],
+  extraOrigins: string[],
+  token: string | undefined,
+): string {
+  const base =
+    extraOrigins[0]?.replace(/\/+$/, '') ?? (extraHosts[0] ? `http://${extraHosts[0]}` : listenUrl);
+  return token === undefined ? `${base}/` : `${base}/?token=${encodeURIComponent(token)}`;
 }
 
 export class ServerConfigError extends Error {
@@ -142,7 +174,14 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   const openapi = collectRoutes(app);
   installErrorHandling(app);
   installJsonParser(app);
-  installGuard(app, { token, hosts: () => hosts, origins: () => origins, limiter: new FailureLimiter() });
+  const editorRoutes = new Set<string>();
+  installGuard(app, {
+    token,
+    hosts: () => hosts,
+    origins: () => origins,
+    limiter: new FailureLimiter(),
+    staticRoutes: editorRoutes,
+  });
 
   // Tools go through the MCP host, which spawns a stdio server only after the local operator
   // approved that exact command line (`switchboard trust`); REST never approves anything.
@@ -158,7 +197,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     ...options.runs,
     tools,
     store,
-    publish: (runId: string, events: RunEvent[]) => hub.publish(runId, events),
+    publish: (runId: string, events: RunEvent[], lines?: string[]) => hub.publish(runId, events, lines),
     logger: app.log,
   });
   hub = new EventHub(
@@ -173,7 +212,14 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     },
     options.hub,
   );
-  const rooms = new YjsRooms();
+  const records = new FlowRecords(store.catalog);
+  const roomStore = new RoomPersistence(
+    records,
+    new RoomStates(join(store.dir, 'rooms'), store.fsync),
+    app.log,
+  );
+  const rooms = new YjsRooms(roomStore.hooks(options.rooms));
+  roomStore.attach(rooms);
 
   await app.register(fastifyWebsocket, {
     options: {
@@ -189,7 +235,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
 
   app.get('/api/health', { schema: { summary: 'Liveness (public)' } }, async () => ({ ok: true }));
   app.get('/api/openapi.json', { schema: { summary: 'This API as OpenAPI 3.1' } }, async () => openapi());
-  registerFlowRoutes(app, store.catalog);
+  registerFlowRoutes(app, records, roomStore);
   registerRunRoutes(app, store, runs);
   app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
     hub.attach(socket);
@@ -212,18 +258,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   );
 
   const editorDir = options.editorDir === undefined ? defaultEditorDir() : options.editorDir;
-  if (editorDir && existsSync(`${editorDir}/index.html`)) {
-    await app.register(fastifyStatic, { root: editorDir, prefix: '/', wildcard: false, index: 'index.html' });
-    // Client-side routes of the editor get its index page; unknown /api paths stay JSON 404s.
-    app.get('/*', { schema: { hide: true } }, (req, reply) => {
-      if (req.url.startsWith('/api/')) {
-        return reply
-          .code(404)
-          .send({ error: { code: 'not-found', message: `no route GET ${req.url.split('?')[0]}` } });
-      }
-      return reply.sendFile('index.html');
-    });
-  }
+  if (editorDir && existsSync(join(editorDir, 'index.html')))
+    for (const r of await registerEditor(app, editorDir)) editorRoutes.add(r);
 
   const recovered =
     options.recover === false ? { resumed: [], interrupted: [], final: [] } : await runs.recover();
@@ -237,6 +273,9 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     runs,
     hub,
     rooms,
+    roomStore,
+    editorRoutes,
+    tokenRequired: token !== undefined,
     recovered,
     async listen() {
       await app.listen({ host, port });
@@ -245,13 +284,15 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
       hosts = allowedHostsFor(host, port, extraHosts);
       origins = allowedOriginsFor(hosts, extraOrigins);
       const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-      return { url: `http://${h}:${port}`, port };
+      const url = `http://${h}:${port}`;
+      return { url, port, editor: editorAddress(url, extraHosts, extraOrigins, token) };
     },
     async close() {
       if (closed) return;
       closed = true;
       hub.closeAll();
-      rooms.closeAll();
+      // Before the store closes: what the editors changed last is saved.
+      await rooms.closeAll();
       await runs.detachAll();
       await app.close();
       if (ownStore) await store.close();

@@ -1,15 +1,17 @@
 /**
  * The request gate, run before routing for every request and WebSocket upgrade:
  * 1. Host must name this server (DNS rebinding);
- * 2. with a token configured, every route but the public list needs it (rate-limited failures);
+ * 2. with a token configured, every route but the public ones needs it (rate-limited failures):
+ *    `/api/health` and the editor's static build (GET/HEAD, never an upgrade, never under `/api`);
  * 3. WebSocket upgrades must come from an allowed Origin; other requests that carry an Origin
  *    and change state must too (cross-site requests).
  * Only the socket's own address is trusted; `x-forwarded-*` headers are never read.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type FailureLimiter, tokenFrom, tokenMatches } from './security.js';
+import { isApiPath, SPA_FALLBACK } from './static-editor.js';
 
-/** Routes that answer without a token (reviewed: they reveal nothing but liveness). */
+/** API routes that answer without a token (reviewed: they reveal nothing but liveness). */
 export const PUBLIC_ROUTES = new Set(['GET /api/health', 'HEAD /api/health']);
 
 export interface GuardConfig {
@@ -18,6 +20,8 @@ export interface GuardConfig {
   hosts: () => Set<string>;
   origins: () => Set<string>;
   limiter: FailureLimiter;
+  /** The editor build's routes (static-editor.ts), public for GET and HEAD; filled once registered. */
+  staticRoutes?: ReadonlySet<string>;
 }
 
 function refuse(reply: FastifyReply, status: number, code: string, message: string): FastifyReply {
@@ -44,6 +48,16 @@ export function installGuard(app: FastifyInstance, cfg: GuardConfig): void {
     if (check(req, reply) === undefined) done();
   });
 
+  /** Decided by the route the router matched, so no spelling of a path changes the verdict. */
+  function isPublic(req: FastifyRequest): boolean {
+    const url = req.routeOptions.url;
+    if (url === undefined) return false;
+    if (PUBLIC_ROUTES.has(`${req.method} ${url}`)) return true;
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    if (url === SPA_FALLBACK) return !isApiPath(req.url);
+    return cfg.staticRoutes?.has(url) === true;
+  }
+
   /** Sends the refusal and returns the reply, or returns undefined to let the request through. */
   function check(req: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
     const host = req.headers.host;
@@ -63,8 +77,7 @@ export function installGuard(app: FastifyInstance, cfg: GuardConfig): void {
       return refuse(reply, 403, 'bad-origin', 'cross-origin requests are not accepted');
     }
     if (cfg.token === undefined) return undefined;
-    const route = `${req.method} ${req.routeOptions.url ?? ''}`;
-    if (PUBLIC_ROUTES.has(route) && !isUpgrade) return undefined;
+    if (!isUpgrade && isPublic(req)) return undefined;
     const addr = req.socket.remoteAddress ?? 'unknown';
     if (cfg.limiter.blocked(addr))
       return refuse(reply, 429, 'rate-limited', 'too many failed attempts; wait a minute');

@@ -1,7 +1,8 @@
 /**
  * `switchboard serve [--port 5170] [--host 127.0.0.1] [--data DIR]`: the editor, the REST API
  * and the WebSocket endpoints over one data directory, until SIGINT/SIGTERM. Runs left live by
- * a previous process are resumed (or marked interrupted) at start.
+ * a previous process are resumed (or marked interrupted) at start. With a token it prints the
+ * editor's address with `?token=` once, as Jupyter does.
  */
 import type { Command } from 'commander';
 import { type CliContext, EXIT } from '../context.js';
@@ -75,8 +76,9 @@ export function registerServe(program: Command, ctx: CliContext): void {
         return;
       }
       let url: string;
+      let editor: string;
       try {
-        ({ url } = await server.listen());
+        ({ url, editor } = await server.listen());
       } catch (e) {
         await server.close();
         const f = startFailure(e);
@@ -86,6 +88,12 @@ export function registerServe(program: Command, ctx: CliContext): void {
       }
       const r = server.recovered;
       ctx.out(`switchboard: listening on ${url} (data ${server.store.dir})\n`);
+      // Printed once, here, for the operator (the log never carries the token): the editor
+      // takes the token from this address, keeps it and removes it from the address bar.
+      if (server.editorRoutes.size > 0) ctx.out(`switchboard: open the editor at ${editor}\n`);
+      else ctx.out('switchboard: the editor is not built (pnpm build); serving the API only\n');
+      if (server.tokenRequired)
+        ctx.out('switchboard: API clients send Authorization: Bearer $SWITCHBOARD_TOKEN\n');
       if (r.resumed.length + r.interrupted.length > 0)
         ctx.out(
           `switchboard: recovered runs: ${r.resumed.length} resumed, ${r.interrupted.length} interrupted\n`,
