@@ -5,14 +5,16 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { Collab, ROOM_RE } from './collab/collab.js';
 import { loadIdentity } from './collab/identity.js';
-import { FlowApi, tokenFromHash } from './model/api.js';
+import { FlowApi } from './model/api.js';
 import { DraftStore } from './model/persist.js';
 import { templates } from './model/templates.js';
+import { adoptToken, TokenStore } from './model/token.js';
 import { RunSession } from './run/runSession.js';
 import { EditorStore } from './store/editorStore.js';
 import { App } from './ui/App.js';
 import { blankFlow, uniqueUntitledId } from './ui/actions.js';
 import { BENCH_MODE } from './ui/bench.js';
+import { TokenPrompt, type TokenReason } from './ui/TokenPrompt.js';
 
 function parseOr(text: string | undefined): unknown {
   if (text === undefined) return undefined;
@@ -50,14 +52,37 @@ async function firstFlow(api: FlowApi, draft: unknown, wanted: string | null): P
   return blankFlow(wanted);
 }
 
+/** A server that wants a token this editor lacks: ask for it instead of showing a broken editor. */
+function askForToken(reason: TokenReason, tokens: TokenStore): void {
+  createRoot(document.getElementById('root')!).render(
+    <StrictMode>
+      <TokenPrompt
+        reason={reason}
+        check={(t) => new FlowApi(location.origin, t).access()}
+        onAccepted={(t) => {
+          tokens.set(t);
+          // A fresh start with the token, on the same address (the room in `?flow=` included).
+          location.reload();
+        }}
+      />
+    </StrictMode>,
+  );
+}
+
 async function boot() {
+  const tokens = new TokenStore(window.localStorage);
+  // Taken from `?token=` (the address `switchboard serve` printed), kept, and removed from the
+  // address bar before anything else can read or share the address.
+  const token = adoptToken(tokens);
+  const candidate = new FlowApi(location.origin, token);
+  const access = location.protocol.startsWith('http') ? await candidate.access() : 'absent';
+  if (access === 'unauthorized' || access === 'rate-limited') {
+    askForToken(access === 'rate-limited' ? 'rate-limited' : token ? 'refused' : 'missing', tokens);
+    return;
+  }
+  const api = access === 'ok' ? candidate : undefined;
   const store = new EditorStore({ registry: defaultRegistry });
   const drafts = new DraftStore(window.localStorage);
-  // The token is read from the fragment and then removed from the address bar.
-  const token = tokenFromHash(location.hash);
-  if (token) history.replaceState(null, '', location.pathname + location.search);
-  const candidate = new FlowApi(location.origin, token);
-  const api = location.protocol.startsWith('http') && (await candidate.available()) ? candidate : undefined;
   const draft = parseOr(drafts.load());
 
   let runs: RunSession | undefined;

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { serializeFlow } from '@switchboard/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emptyFlow } from '../testing/fixtures.js';
-import { FlowApi, tokenFromHash } from './api.js';
+import { FlowApi } from './api.js';
 
 /** A small stand-in for `switchboard serve`'s flow routes, on a real port. */
 const stored = new Map<string, string>();
@@ -28,7 +28,8 @@ beforeAll(async () => {
       res.writeHead(code, { 'content-type': 'application/json' });
       res.end(JSON.stringify(v));
     };
-    if (req.headers.authorization !== 'Bearer s3cret') return json(401, { error: 'token required' });
+    if (req.headers.authorization !== 'Bearer s3cret')
+      return json(401, { error: { code: 'unauthorized', message: 'a valid token is required' } });
     const m = /^\/api\/flows(?:\/([^/]+))?$/.exec(req.url!);
     if (!m) return json(404, {});
     const id = m[1] && decodeURIComponent(m[1]);
@@ -57,15 +58,12 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 describe('FlowApi against a real HTTP server', () => {
-  it('reads the token from the URL fragment only', () => {
-    expect(tokenFromHash('#token=abc&x=1')).toBe('abc');
-    expect(tokenFromHash('#x=1')).toBeUndefined();
-    expect(tokenFromHash('')).toBeUndefined();
-  });
-
-  it('is unavailable without the token and with no server at all', async () => {
+  it('tells a server that wants the token from no server at all', async () => {
     expect(await new FlowApi(base).available()).toBe(false);
-    expect(await new FlowApi('http://127.0.0.1:9').available()).toBe(false);
+    expect(await new FlowApi(base).access()).toBe('unauthorized');
+    expect(await new FlowApi(base, 'wrong').access()).toBe('unauthorized');
+    expect(await new FlowApi(base, 's3cret').access()).toBe('ok');
+    expect(await new FlowApi('http://127.0.0.1:9').access()).toBe('absent');
   });
 
   it('saves, lists, opens and deletes with the bearer token', async () => {
@@ -96,6 +94,6 @@ describe('FlowApi against a real HTTP server', () => {
   it('says a token is needed when the server refuses', async () => {
     const r = await new FlowApi(base).save(emptyFlow(), serializeFlow(emptyFlow()));
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.message).toContain('#token=');
+    if (!r.ok) expect(r.message).toContain('reload the page');
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The REST client used when the editor is served by `switchboard serve`. Every request carries
- * `Authorization: Bearer <token>` when a token was given in the URL fragment (`#token=…`), so the
- * token never reaches server logs or Referer headers. With no server the editor works offline.
+ * `Authorization: Bearer <token>` when the editor has the server's token (token.ts: taken from
+ * the address the server printed, kept in this browser). With no server the editor works offline.
  */
 import type { Flow, Problem } from '@switchboard/schemas';
 
@@ -57,12 +57,16 @@ export class ApiError extends Error {
   }
 }
 
-/** Reads `token` from a URL fragment like `#token=abc&x=y`. */
-export function tokenFromHash(hash: string): string | undefined {
-  const params = new URLSearchParams(hash.replace(/^#/, ''));
-  const t = params.get('token');
-  return t ? t : undefined;
-}
+/**
+ * What answers at the editor's origin: a Switchboard server that accepts this editor (`ok`),
+ * one that wants a (different) token (`unauthorized`; `rate-limited` after too many wrong
+ * ones), or none (`absent`: offline, or a static build).
+ */
+export type ServerAccess = 'ok' | 'unauthorized' | 'rate-limited' | 'absent';
+
+/** Said when a request is refused for its token while the editor is open. */
+const TOKEN_REFUSED =
+  'the server did not accept this editor’s token (reload the page to enter the current one)';
 
 export class FlowApi {
   constructor(
@@ -78,18 +82,26 @@ export class FlowApi {
     return this.fetchFn(new URL(path, this.base).toString(), { method, headers, body });
   }
 
-  /** Whether a Switchboard server answers; false offline or when the page is a static build. */
-  async available(): Promise<boolean> {
+  /** Who answers, and whether this editor's token is accepted (see `ServerAccess`). */
+  async access(): Promise<ServerAccess> {
     try {
       const r = await this.request('GET', '/api/flows');
-      if (!r.ok) return false;
       const type = r.headers.get('content-type') ?? '';
-      if (!type.includes('json')) return false;
-      const body = await r.json();
-      return Array.isArray(body) || Array.isArray((body as { flows?: unknown }).flows);
+      if (!type.includes('json')) return 'absent';
+      const body = (await r.json()) as { flows?: unknown; error?: { code?: unknown } };
+      // The server's own refusals, by their stable codes: not any 401 from anything else.
+      if (r.status === 401 && body?.error?.code === 'unauthorized') return 'unauthorized';
+      if (r.status === 429 && body?.error?.code === 'rate-limited') return 'rate-limited';
+      if (!r.ok) return 'absent';
+      return Array.isArray(body) || Array.isArray(body?.flows) ? 'ok' : 'absent';
     } catch {
-      return false;
+      return 'absent';
     }
+  }
+
+  /** Whether a Switchboard server answers and accepts this editor. */
+  async available(): Promise<boolean> {
+    return (await this.access()) === 'ok';
   }
 
   async list(): Promise<FlowSummary[]> {
@@ -124,8 +136,7 @@ export class FlowApi {
     } catch {
       // Not JSON: the status line says enough.
     }
-    if (r.status === 401 || r.status === 403)
-      message = 'Saving failed: the server wants a token (open the editor with #token=…)';
+    if (r.status === 401) message = `Saving failed: ${TOKEN_REFUSED}`;
     return { ok: false, errors, message };
   }
 
@@ -139,8 +150,7 @@ export class FlowApi {
       parsed = undefined;
     }
     if (!r.ok) {
-      const why =
-        r.status === 401 ? 'the server wants a token (open the editor with #token=…)' : errorMessage(parsed);
+      const why = r.status === 401 ? TOKEN_REFUSED : errorMessage(parsed);
       throw new ApiError(`${what} failed: ${why ?? `HTTP ${r.status}`}`, r.status, parsed);
     }
     return parsed as T;
