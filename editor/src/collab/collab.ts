@@ -4,10 +4,12 @@
  *
  * Opening a flow joins its room with a fresh Y.Doc (two documents with separate histories
  * cannot be merged without duplicating or losing entries). Until the room answers, the flow
- * shows from a local copy; then either the room already holds the flow — someone is editing
- * it — and the canvas switches to that live version, or the room is empty and is seeded with
- * the local copy (edits made meanwhile included). Re-opening a flow with the id of the room
- * the editor is in replaces the shared document, for everyone, as one change.
+ * shows from a local copy; then either the room already holds the flow — the server opens a
+ * room on the flow saved in its catalog, and someone may be editing it — and the canvas
+ * switches to that version, or the room is empty (a flow the server does not have) and is
+ * seeded with the local copy (edits made meanwhile included). The server saves the room back
+ * to its catalog as it changes. Re-opening a flow with the id of the room the editor is in
+ * replaces the shared document, for everyone, as one change.
  *
  * Awareness carries each editor's name, colour and selected nodes; `EditorStore.presence`
  * gets, per node, who else has it selected, so only those node faces re-render.

@@ -27,9 +27,12 @@ function Chips({ collab }: { collab: Collab }) {
   const joined = snap.joined;
   useEffect(() => {
     if (!joined) return;
+    // The room's version replaced what was opened: say whose it is (the server keeps rooms saved).
     if (joined.adopted)
       toast(
-        `Joined the live session of ${joined.room}${joined.others ? ` (${joined.others} editing)` : ''}: you see their current version`,
+        joined.others
+          ? `Joined the live session of ${joined.room} (${joined.others} editing): you see their current version`
+          : `Opened ${joined.room} as saved on the server`,
         'info',
         'collab-joined',
       );
