@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import {
@@ -13,10 +16,60 @@ import { simpleFlow, tempDir, testServer } from './server/helpers.js';
 const TOKEN = randomBytes(32).toString('hex');
 type S = Awaited<ReturnType<typeof testServer>>;
 let s: S | undefined;
+const cleanups: Array<() => void> = [];
 afterEach(async () => {
   await s?.close();
   s = undefined;
+  for (const c of cleanups.splice(0)) c();
 });
+
+const SECRET = 'SECRET-that-must-never-be-served';
+const INDEX =
+  '<!doctype html><title>Switchboard</title><script type="module" src="/assets/app-1.js"></script>\n';
+
+/**
+ * An editor build with traps around it: dotfiles, a symlinked file and folder pointing outside,
+ * an `api/` folder, a name the router would read as a pattern, and a secret next to the build.
+ */
+function editorFixture(dir: string): string {
+  const root = join(dir, 'editor');
+  mkdirSync(join(root, 'assets'), { recursive: true });
+  mkdirSync(join(root, '.git'));
+  mkdirSync(join(root, 'api'));
+  mkdirSync(join(dir, 'outside'));
+  writeFileSync(join(root, 'index.html'), INDEX);
+  writeFileSync(join(root, 'assets', 'app-1.js'), 'console.log("editor");\n');
+  writeFileSync(join(root, 'assets', 'app-1.js.map'), '{"version":3,"sources":["../src/main.tsx"]}');
+  writeFileSync(join(root, 'assets', '.hidden'), SECRET);
+  writeFileSync(join(root, '.env'), SECRET);
+  writeFileSync(join(root, '.git', 'config'), SECRET);
+  writeFileSync(join(root, 'api', 'flows.json'), SECRET);
+  writeFileSync(join(root, 'we:ird.js'), SECRET);
+  writeFileSync(join(dir, 'outside', 'secret.txt'), SECRET);
+  symlinkSync(join(dir, 'outside', 'secret.txt'), join(root, 'secret-link.txt'));
+  symlinkSync(join(dir, 'outside'), join(root, 'linked'));
+  return root;
+}
+
+/** A raw GET over a real socket: the path goes out exactly as written (no URL normalising). */
+function rawGet(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'GET', headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** Every route with sample parameters, from the server's own OpenAPI document. */
 async function inventory(srv: S): Promise<Array<{ method: string; url: string; ws: boolean }>> {
@@ -35,8 +88,16 @@ async function inventory(srv: S): Promise<Array<{ method: string; url: string; w
         url: path.replace('{id}', 'simple').replace('{room}', 'simple'),
         ws: path === '/api/ws' || path.startsWith('/api/yjs/'),
       });
+  // The editor's build: public for GET and HEAD, never for an upgrade.
+  for (const url of srv.editorRoutes) {
+    out.push({ method: 'GET', url, ws: false }, { method: 'HEAD', url, ws: false });
+    out.push({ method: 'GET', url, ws: true });
+  }
   return out;
 }
+
+const isPublicRoute = (srv: S, r: { method: string; url: string; ws: boolean }) =>
+  !r.ws && (PUBLIC_ROUTES.has(`${r.method} ${r.url}`) || srv.editorRoutes.has(r.url));
 
 describe('configuration', () => {
   it('refuses a non-loopback bind without a strong token', async () => {
@@ -80,8 +141,22 @@ describe('logs', () => {
 });
 
 describe('route inventory on a non-loopback bind', () => {
-  it('refuses every route and upgrade without a valid token, except the public list', async () => {
-    s = await testServer({ host: '0.0.0.0', token: TOKEN, allowedHosts: ['sb.test:5170'] });
+  it('refuses every route and upgrade without a valid token, except health and the editor’s build', async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    s = await testServer({
+      host: '0.0.0.0',
+      token: TOKEN,
+      allowedHosts: ['sb.test:5170'],
+      editorDir: editorFixture(dir),
+    });
+    // The public list: health and exactly the build's regular files (and `/`), nothing else.
+    expect([...s.editorRoutes].sort()).toEqual([
+      '/',
+      '/assets/app-1.js',
+      '/assets/app-1.js.map',
+      '/index.html',
+    ]);
     const host = 'sb.test:5170';
     await s.req({
       method: 'PUT',
@@ -90,7 +165,7 @@ describe('route inventory on a non-loopback bind', () => {
       headers: { host, 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
     });
     const routes = await inventory(s);
-    expect(routes.length).toBeGreaterThanOrEqual(14);
+    expect(routes.length).toBeGreaterThanOrEqual(14 + 3 * 4);
     const bad: Array<Record<string, string>> = [
       {},
       { authorization: '' },
@@ -106,8 +181,9 @@ describe('route inventory on a non-loopback bind', () => {
     ];
     let refused = 0;
     let total = 0;
+    let publicAttempts = 0;
     for (const r of routes) {
-      const isPublic = PUBLIC_ROUTES.has(`${r.method} ${r.url}`);
+      const isPublic = isPublicRoute(s, r);
       for (const h of bad) {
         const extra: Record<string, string> = r.ws
           ? {
@@ -127,18 +203,50 @@ describe('route inventory on a non-loopback bind', () => {
           remoteAddress: `10.0.${total >> 8}.${total & 255}`,
         });
         total++;
-        if (isPublic) expect(res.statusCode, `${r.method} ${r.url}`).toBe(200);
-        else {
+        if (isPublic) {
+          publicAttempts++;
+          expect(res.statusCode, `${r.method} ${r.url}`).toBe(200);
+          expect(res.body).not.toContain(SECRET);
+          expect(res.headers['set-cookie']).toBeUndefined();
+        } else {
           expect(res.statusCode, `${r.method} ${r.url} ${JSON.stringify(h)}`).toBe(401);
           expect(res.json().error.code).toBe('unauthorized');
           refused++;
         }
       }
     }
-    expect(refused).toBe(total - bad.length * [...PUBLIC_ROUTES].filter((p) => p.startsWith('GET')).length);
-    // Unknown paths too.
-    const r404 = await s.req({ method: 'GET', url: '/api/nope', headers: { host } });
-    expect(r404.statusCode).toBe(401);
+    expect(refused).toBe(total - publicAttempts);
+    expect(publicAttempts).toBe(bad.length * (1 + 2 * 4));
+    // Unknown API paths too, however spelled: never the page, never a 404 that tells what exists.
+    for (const url of [
+      '/api/nope',
+      '/api',
+      '/API/flows',
+      '/Api/nope',
+      '/%61pi/flows',
+      '/api%2Fflows',
+      '//api/flows',
+    ]) {
+      const r = await s.req({
+        method: 'GET',
+        url,
+        headers: { host },
+        remoteAddress: `10.1.0.${total++ & 255}`,
+      });
+      expect(r.statusCode, url).toBe(401);
+      expect(r.body, url).not.toContain('<!doctype');
+    }
+    // Other methods on the page's paths are not public.
+    for (const method of ['POST', 'PUT', 'DELETE'] as const) {
+      const r = await s.req({
+        method,
+        url: '/',
+        payload: '{}',
+        headers: { host, 'content-type': 'application/json' },
+        remoteAddress: `10.2.0.${total++ & 255}`,
+      });
+      expect(r.statusCode, method).toBe(401);
+    }
     // And with the token, things work.
     const ok = await s.req({
       method: 'GET',
@@ -183,6 +291,94 @@ describe('route inventory on a non-loopback bind', () => {
       remoteAddress: '10.9.9.10',
     });
     expect(other.statusCode).toBe(200);
+  });
+});
+
+describe('the editor’s build, served without the token', () => {
+  it('serves only the build: no dotfiles, symlinks, listings, traversal or API paths, over a real socket', async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    // Token mode forced on a loopback bind (as on any other address).
+    s = await testServer({ port: 0, token: TOKEN, editorDir: editorFixture(dir) });
+    const { port } = await s.listen();
+    const get = (path: string, headers: Record<string, string> = {}) =>
+      rawGet(port, path, { host: `127.0.0.1:${port}`, ...headers });
+    const page = await get('/?token=whatever&flow=x');
+    expect(page.status).toBe(200);
+    expect(page.body).toBe(INDEX);
+    expect(page.headers['referrer-policy']).toBe('no-referrer');
+    expect(page.headers['x-content-type-options']).toBe('nosniff');
+    expect((await get('/assets/app-1.js')).body).toContain('editor');
+    expect((await get('/assets/app-1.js.map')).body).toContain('../src/main.tsx');
+    const probes = [
+      '/.env',
+      '/.git/config',
+      '/assets/.hidden',
+      '/secret-link.txt',
+      '/linked/secret.txt',
+      '/we:ird.js',
+      '/we%3Aird.js',
+      '/assets/',
+      '/assets',
+      '/linked/',
+      '/assets/../../outside/secret.txt',
+      '/../outside/secret.txt',
+      '/%2e%2e/outside/secret.txt',
+      '/assets/%2e%2e/%2e%2e/outside/secret.txt',
+      '/..%2foutside%2fsecret.txt',
+      '/assets/..%2f..%2foutside%2fsecret.txt',
+      '/%2e%2e%5coutside%5csecret.txt',
+      '/assets/app-1.js/../../outside/secret.txt',
+      '/index.html%00.txt',
+      '/%252e%252e/outside/secret.txt',
+      '/editor/../outside/secret.txt',
+      '/outside/secret.txt',
+    ];
+    for (const p of probes) {
+      const r = await get(p);
+      expect(r.body, p).not.toContain(SECRET);
+      // Whatever is not a build file gets the page (the editor's own addresses) or a refusal.
+      if (r.status === 200) expect(r.body, p).toBe(INDEX);
+      else expect([400, 401, 404], p).toContain(r.status);
+    }
+    // The fallback never answers under /api, with or without the token.
+    for (const p of [
+      '/api/nope',
+      '/api/',
+      '/API/x',
+      '/%61pi/x',
+      '//api/flows',
+      '/api/flows.json',
+      '/api/x.json',
+    ]) {
+      const bare = await get(p);
+      expect(bare.status, p).toBe(401);
+      const authed = await get(p, { authorization: `Bearer ${TOKEN}` });
+      expect(authed.body, p).not.toContain('<!doctype');
+      expect(authed.body, p).not.toContain(SECRET);
+      expect([200, 404], p).toContain(authed.status);
+    }
+    // An upgrade on a page path needs the token like any other.
+    const up = await get('/', {
+      connection: 'upgrade',
+      upgrade: 'websocket',
+      origin: `http://127.0.0.1:${port}`,
+      'sec-websocket-version': '13',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+    }).catch(() => ({ status: -1, body: '' }));
+    expect(up.status).toBe(401);
+  });
+
+  it('without a token the page fallback still keeps /api paths JSON', async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    s = await testServer({ editorDir: editorFixture(dir) });
+    const r = await s.req({ method: 'GET', url: '/api/nope' });
+    expect(r.statusCode).toBe(404);
+    expect(r.json().error.code).toBe('not-found');
+    const page = await s.req({ method: 'GET', url: '/some/page' });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toBe(INDEX);
   });
 });
 
