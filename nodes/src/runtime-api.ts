@@ -225,6 +225,11 @@ export interface NodeContext<C = Record<string, unknown>> {
   model(name?: string): ModelPort;
   /** The tools this node may call (its grant, delegates and generated handover tools). */
   tools(): Promise<readonly ToolPort[]>;
+  /**
+   * True when the host knows this node has no tools at all, so a behaviour need not await
+   * `tools()` (a turn's only await besides the model call). Hosts that cannot tell leave it unset.
+   */
+  readonly noTools?: boolean;
   /** Asks a person and waits for the answer (human nodes). Rejects with NodeError when none can come. */
   ask(question: string, options?: string[]): Promise<string>;
   /** What conditions read right now (last message, state, counters, input). */

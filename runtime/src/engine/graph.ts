@@ -3,7 +3,7 @@
  * edges, team members, observers, grants and delegates, all indexed once per flow object so the
  * hot path does map lookups only.
  */
-import type { KindBehavior, KindRegistry, NodeKindDefinition } from '@switchboard/nodes';
+import type { Candidate, KindBehavior, KindRegistry, NodeKindDefinition } from '@switchboard/nodes';
 import type { Flow, FlowEdgeT, FlowNodeT, HandoverConfigT } from '@switchboard/schemas';
 
 export interface GNode {
@@ -46,6 +46,8 @@ export interface Graph {
   /** Whether any agent uses thread memory (threads are only tracked then). */
   threads: Set<string>;
   joinCache: Map<string, string | null>;
+  /** A node's outgoing choices depend on the flow alone: built on first use, shared by every run. */
+  candidates: Map<string, Candidate[]>;
 }
 
 const cache = new WeakMap<Flow, WeakMap<KindRegistry, Graph>>();
@@ -121,7 +123,16 @@ export function compileFlow(flow: Flow, registry: KindRegistry): Graph {
   }
   const starts = [...nodes.values()].filter((n) => n.role === 'start');
   if (starts.length !== 1) throw new FlowError(`a flow needs exactly one start node, found ${starts.length}`);
-  const g: Graph = { flow, nodes, start: starts[0]!, members, entry, threads, joinCache: new Map() };
+  const g: Graph = {
+    flow,
+    nodes,
+    start: starts[0]!,
+    members,
+    entry,
+    threads,
+    joinCache: new Map(),
+    candidates: new Map(),
+  };
   if (!byReg) {
     byReg = new WeakMap();
     cache.set(flow, byReg);

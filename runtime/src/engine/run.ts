@@ -68,6 +68,9 @@ import type { RunCheckpoint, RunCommand, RunOptions, RunResult, RunStatus } from
 
 const MAX_TOOL_RESULT_IN_EVENT = 64 * 1024;
 
+/** A message as `message` events carry it. */
+type MessageEventBody = Pick<Message, 'seq' | 'role' | 'author' | 'content'>;
+
 /** A run context: the top-level run or a delegated (nested) run sharing budgets and state. */
 interface Ctx {
   runId: string;
@@ -122,7 +125,6 @@ export class Run {
   private readonly top: Ctx;
   private root: Cursor;
   private readonly toolCache = new Map<string, Promise<ToolPort[]>>();
-  private readonly candidateCache = new Map<string, Candidate[]>();
   private readonly onEvent: ((e: RunEvent) => void) | undefined;
   private manyListeners = false;
   /** ACP agent processes of this run, by node id (closed when the run ends). */
@@ -229,9 +231,118 @@ export class Run {
       e.parentRunId = cx.parentRunId;
       e.parentCallId = cx.parentCallId;
     }
-    const ev = e as unknown as RunEvent;
+    this.deliver(e as unknown as RunEvent);
+  }
+
+  private deliver(ev: RunEvent): void {
     if (this.onEvent !== undefined) this.onEvent(ev);
     if (this.queue.active) this.queue.push(ev);
+  }
+
+  // The events of every step are built whole, in emit()'s key order (fields, runId, seq, ts,
+  // scripted): stamping a built event adds four properties, each a shape transition, and
+  // allocates its property array twice — about 60 ns an event, seven events a step (bench gate
+  // e). Events of nested runs carry two more fields and go through emit().
+
+  private direct(cx: Ctx): boolean {
+    return cx.parentRunId === undefined && !this.ended;
+  }
+
+  /** node.started, and node.completed without output. */
+  private emitNode(cx: Ctx, type: 'node.started' | 'node.completed', nodeId: string): void {
+    if (!this.direct(cx)) {
+      this.emit(cx, { type, nodeId });
+      return;
+    }
+    const runId = cx.runId;
+    const seq = ++this.seq;
+    const ts = this.now();
+    const e = this.scripted
+      ? { type, nodeId, runId, seq, ts, scripted: true }
+      : { type, nodeId, runId, seq, ts };
+    this.deliver(e as RunEvent);
+  }
+
+  private emitTurnStarted(cx: Ctx, nodeId: string, turn: number): void {
+    const type = 'turn.started';
+    if (!this.direct(cx)) {
+      this.emit(cx, { type, nodeId, turn });
+      return;
+    }
+    const runId = cx.runId;
+    const seq = ++this.seq;
+    const ts = this.now();
+    const e = this.scripted
+      ? { type, nodeId, turn, runId, seq, ts, scripted: true }
+      : { type, nodeId, turn, runId, seq, ts };
+    this.deliver(e as RunEvent);
+  }
+
+  private emitHandover(cx: Ctx, nodeId: string, edge: GEdge): void {
+    const type = 'handover';
+    const edgeId = edge.id;
+    const from = edge.source;
+    const to = edge.target;
+    if (!this.direct(cx)) {
+      this.emit(cx, { type, nodeId, edgeId, from, to });
+      return;
+    }
+    const runId = cx.runId;
+    const seq = ++this.seq;
+    const ts = this.now();
+    const e = this.scripted
+      ? { type, nodeId, edgeId, from, to, runId, seq, ts, scripted: true }
+      : { type, nodeId, edgeId, from, to, runId, seq, ts };
+    this.deliver(e as RunEvent);
+  }
+
+  private emitMessage(cx: Ctx, message: MessageEventBody, nodeId: string): void {
+    const type = 'message';
+    if (!this.direct(cx)) {
+      this.emit(cx, { type, message, nodeId });
+      return;
+    }
+    const runId = cx.runId;
+    const seq = ++this.seq;
+    const ts = this.now();
+    const e = this.scripted
+      ? { type, message, nodeId, runId, seq, ts, scripted: true }
+      : { type, message, nodeId, runId, seq, ts };
+    this.deliver(e as RunEvent);
+  }
+
+  private emitModelCompleted(cx: Ctx, nodeId: string, res: ModelReply): void {
+    const type = 'model.completed';
+    const text = res.text;
+    const usage = { promptTokens: res.usage.promptTokens, completionTokens: res.usage.completionTokens };
+    const model = res.model;
+    const finishReason = res.finishReason;
+    if (!this.direct(cx)) {
+      this.emit(cx, { type, nodeId, text, usage, model, finishReason });
+      return;
+    }
+    const runId = cx.runId;
+    const seq = ++this.seq;
+    const ts = this.now();
+    const e = this.scripted
+      ? { type, nodeId, text, usage, model, finishReason, runId, seq, ts, scripted: true }
+      : { type, nodeId, text, usage, model, finishReason, runId, seq, ts };
+    this.deliver(e as RunEvent);
+  }
+
+  private emitTurnCompleted(cx: Ctx, nodeId: string, turn: number, usage: object, model: string): void {
+    const type = 'turn.completed';
+    if (!this.direct(cx)) {
+      this.emit(cx, { type, nodeId, turn, usage, model });
+      return;
+    }
+    const runId = cx.runId;
+    const seq = ++this.seq;
+    const ts = this.now();
+    const e = this.scripted
+      ? { type, nodeId, turn, usage, model, runId, seq, ts, scripted: true }
+      : { type, nodeId, turn, usage, model, runId, seq, ts };
+    this.deliver(e as RunEvent);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -454,12 +565,9 @@ export class Run {
     const msg = m as Message;
     msg.seq = ++d.msgSeq;
     d.transcript.push(msg);
-    const ev: Record<string, unknown> = {
-      type: 'message',
-      message: { seq: msg.seq, role: msg.role, author: msg.author, content: msg.content },
-    };
-    if (nodeId !== undefined) ev.nodeId = nodeId;
-    this.emit(cx, ev);
+    const message = { seq: msg.seq, role: msg.role, author: msg.author, content: msg.content };
+    if (nodeId !== undefined) this.emitMessage(cx, message, nodeId);
+    else this.emit(cx, { type: 'message', message });
     if (this.graph.threads.size > 0) {
       if (this.graph.threads.has(msg.author)) this.thread(d, msg.author).push(msg.seq);
       if (msg.to !== undefined && msg.to !== msg.author && this.graph.threads.has(msg.to))
@@ -532,14 +640,7 @@ export class Run {
     nc.promptTokens += u.promptTokens;
     nc.completionTokens += u.completionTokens;
     nc.modelName = res.model;
-    this.emit(cx, {
-      type: 'model.completed',
-      nodeId,
-      text: res.text,
-      usage: { promptTokens: u.promptTokens, completionTokens: u.completionTokens },
-      model: res.model,
-      finishReason: res.finishReason,
-    });
+    this.emitModelCompleted(cx, nodeId, res);
     if (this.maxTokens !== undefined && c.tokens > this.maxTokens) {
       this.exceeded(cx, 'tokens', this.maxTokens, c.tokens);
       throw this.stop;
@@ -550,7 +651,7 @@ export class Run {
   toolsFor(nc: NodeCtx): Promise<ToolPort[]> {
     const offerHandover = nc.offerHandoverTools;
     // Most agents of a chain have no tools at all: no lookup, no allocation.
-    if (!this.options.tools && nc.node.delegates.length === 0 && !offerHandover) return NO_TOOLS;
+    if (nc.noTools) return NO_TOOLS;
     const key = `${nc.cx.runId}\u0000${nc.node.id}\u0000${offerHandover ? 1 : 0}`;
     let p = this.toolCache.get(key);
     if (!p) {
@@ -969,13 +1070,13 @@ export class Run {
       const team = this.graph.nodes.get(scope.team)!;
       if (team.config.decider === node.id) edges = this.graph.nodes.get(scope.state)?.out ?? [];
     }
-    // Candidates depend only on the edges, so each node's list is built once per run.
+    // Candidates depend only on the edges, so each node's list is built once per compiled flow.
     const owner = edges === node.out ? node : this.graph.nodes.get(edges[0]?.source ?? '');
     if (!owner) return [];
-    let list = this.candidateCache.get(owner.id);
+    let list = this.graph.candidates.get(owner.id);
     if (!list) {
       list = edges.map((e) => this.candidate(e));
-      this.candidateCache.set(owner.id, list);
+      this.graph.candidates.set(owner.id, list);
     }
     return list;
   }
@@ -1005,12 +1106,12 @@ export class Run {
     this.countStep(cx, node.id);
     const turnBearing =
       node.role === 'agent' || node.role === 'decider' || node.role === 'human' || node.role === 'step';
-    this.emit(cx, { type: 'node.started', nodeId: node.id });
+    this.emitNode(cx, 'node.started', node.id);
     const d = cx.data;
     let turn = 0;
     if (turnBearing) {
       turn = ++d.counters.turns;
-      this.emit(cx, { type: 'turn.started', nodeId: node.id, turn });
+      this.emitTurnStarted(cx, node.id, turn);
     }
     const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
     const maxAttempts = 1 + (node.role === 'agent' ? ((node.config.retries as number | undefined) ?? 1) : 0);
@@ -1064,21 +1165,16 @@ export class Run {
     this.commit(cx, cur, nc, outcome);
     if (turnBearing) this.turnCompleted(cx, nc, turn);
     if (node.role === 'agent' && node.observers.length > 0) await this.runObservers(cx, nc, 'after', outcome);
-    const done: Record<string, unknown> = { type: 'node.completed', nodeId: node.id };
-    if (outcome.output !== undefined) done.output = outcome.output;
-    this.emit(cx, done);
+    if (outcome.output !== undefined)
+      this.emit(cx, { type: 'node.completed', nodeId: node.id, output: outcome.output });
+    else this.emitNode(cx, 'node.completed', node.id);
     return outcome;
   }
 
   private turnCompleted(cx: Ctx, nc: NodeCtx, turn: number): void {
-    const ev: Record<string, unknown> = {
-      type: 'turn.completed',
-      nodeId: nc.node.id,
-      turn,
-      usage: { promptTokens: nc.promptTokens, completionTokens: nc.completionTokens },
-    };
-    if (nc.modelName !== undefined) ev.model = nc.modelName;
-    this.emit(cx, ev);
+    const usage = { promptTokens: nc.promptTokens, completionTokens: nc.completionTokens };
+    if (nc.modelName !== undefined) this.emitTurnCompleted(cx, nc.node.id, turn, usage, nc.modelName);
+    else this.emit(cx, { type: 'turn.completed', nodeId: nc.node.id, turn, usage });
   }
 
   private commit(cx: Ctx, cur: Cursor, nc: NodeCtx, o: Outcome): void {
@@ -1366,7 +1462,7 @@ export class Run {
       return undefined;
     }
     for (const e of edges) {
-      this.emit(cx, { type: 'handover', nodeId: from.id, edgeId: e.id, from: e.source, to: e.target });
+      this.emitHandover(cx, from.id, e);
       this.applyProtocol(cx, from, e);
     }
     if (edges.length === 1) return this.moveTo(cx, cur, edges[0]!.target);
@@ -1489,7 +1585,7 @@ export class Run {
     entryOverride: string | undefined,
   ): Promise<void> {
     this.countStep(cx, team.id);
-    this.emit(cx, { type: 'node.started', nodeId: team.id });
+    this.emitNode(cx, 'node.started', team.id);
     const mode = (team.config.mode as 'handover' | 'groupChat' | 'fsm' | undefined) ?? 'handover';
     const scope: Scope = { team: team.id, mode, turns: 0, tokens: 0, startedAt: this.now(), spoken: 0 };
     cur.scopes.push(scope);
@@ -1659,6 +1755,7 @@ export class NodeCtx implements NodeContext {
   readonly clock: { now(): number };
   readonly tracksRate: boolean;
   readonly offerHandoverTools: boolean;
+  readonly noTools: boolean;
 
   constructor(
     readonly engine: Run,
@@ -1678,6 +1775,7 @@ export class NodeCtx implements NodeContext {
       node.out.length > 1 &&
       (scope.mode === 'root' || scope.mode === 'handover') &&
       cur.stopAfter !== node.id;
+    this.noTools = !engine.options.tools && node.delegates.length === 0 && !this.offerHandoverTools;
   }
 
   get run(): this {

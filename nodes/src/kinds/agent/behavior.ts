@@ -216,6 +216,9 @@ export function buildMessages(ctx: NodeContext<AgentConfigT>): ChatMessage[] {
 }
 
 const NO_TOOLS: readonly ToolPort[] = [];
+const NO_GRANTS: ReadonlyMap<string, ToolPort> = new Map();
+/** Never offered to a model (tools are offered only when there are some), so never mutated. */
+const NO_SPECS: ToolSpec[] = [];
 
 /**
  * Runs the checked calls of one reply. Consecutive delegations run concurrently — they are
@@ -248,12 +251,19 @@ export const agentBehavior: FlowBehavior<AgentConfigT> = {
     const model = ctx.model(cfg.model);
     const messages = buildMessages(ctx);
     const maxRounds = cfg.toolRounds ?? DEFAULT_TOOL_ROUNDS;
-    const tools = maxRounds > 0 ? await ctx.tools() : NO_TOOLS;
-    const granted = new Map<string, ToolPort>();
-    const specs: ToolSpec[] = [];
-    for (const t of tools) {
-      granted.set(t.name, t);
-      specs.push({ name: t.name, description: t.description, parameters: t.parameters });
+    // Most agents have no tools: no await (a microtask per turn) and no per-turn tables for them.
+    const tools = maxRounds > 0 && ctx.noTools !== true ? await ctx.tools() : NO_TOOLS;
+    let granted: ReadonlyMap<string, ToolPort> = NO_GRANTS;
+    let specs = NO_SPECS;
+    if (tools.length > 0) {
+      const g = new Map<string, ToolPort>();
+      const sp: ToolSpec[] = [];
+      for (const t of tools) {
+        g.set(t.name, t);
+        sp.push({ name: t.name, description: t.description, parameters: t.parameters });
+      }
+      granted = g;
+      specs = sp;
     }
     const output = cfg.output?.type === 'json' ? cfg.output : undefined;
     const jsonSchema = output
