@@ -3,18 +3,28 @@
  * a stale one): what happened, and a form for the token or the address `switchboard serve`
  * printed. The token is checked against the server before the editor starts with it.
  */
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, type ReactNode, useState } from 'react';
 import type { ServerAccess } from '../model/api.js';
 import { tokenFromInput } from '../model/token.js';
 
 export type TokenReason = 'missing' | 'refused' | 'rate-limited';
 
-const WHY: Record<TokenReason, string> = {
-  missing:
-    'This Switchboard server needs its access token. `switchboard serve` printed an address with it (…/?token=…): open that address, or paste the token or the whole address here.',
-  refused:
-    'The server did not accept the token this browser has (the server may have been restarted with a new one). Paste the current token, or the address the server printed.',
-  'rate-limited': 'Too many wrong tokens came from this address. Wait a minute, then try again.',
+const RATE_LIMITED = 'Too many wrong tokens came from this address. Wait a minute, then try again.';
+
+const WHY: Record<TokenReason, ReactNode> = {
+  missing: (
+    <>
+      This Switchboard server needs its access token. <code>switchboard serve</code> printed an address with
+      it (<code>…/?token=…</code>): open that address, or paste the token or the whole address here.
+    </>
+  ),
+  refused: (
+    <>
+      The server did not accept the token this browser has (the server may have been restarted with a new
+      one). Paste the current token, or the address <code>switchboard serve</code> printed.
+    </>
+  ),
+  'rate-limited': RATE_LIMITED,
 };
 
 export interface TokenPromptProps {
@@ -42,7 +52,7 @@ export function TokenPrompt({ reason, check, onAccepted }: TokenPromptProps) {
     const access = await check(token);
     setBusy(false);
     if (access === 'ok') onAccepted(token);
-    else if (access === 'rate-limited') setError(WHY['rate-limited']);
+    else if (access === 'rate-limited') setError(RATE_LIMITED);
     else if (access === 'absent') setError('The server did not answer; is it still running?');
     else setError('The server did not accept this token.');
   }
