@@ -10,7 +10,16 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Flow, serializeFlow } from '@switchboard/schemas';
-import { applyFlowToDoc, docToFlow, edgeToYMap, loadFlowIntoDoc, parts } from '@switchboard/schemas/ydoc';
+import {
+  applyFlowToDoc,
+  docToFlow,
+  edgeToYMap,
+  flowTextHash,
+  loadFlowIntoDoc,
+  parts,
+  ROOM_STATUS_FIELD,
+  readRoomStatus,
+} from '@switchboard/schemas/ydoc';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';
@@ -110,7 +119,7 @@ describe('co-edited rooms are saved', { timeout: 120_000 }, () => {
     a.leave();
     b.leave();
     await until(() => s.roomStore.statusOf('simple')?.state === 'saved', 'the room saved');
-    expect(s.roomStore.statusOf('simple')).toEqual({ state: 'saved', rev: 2 });
+    expect(s.roomStore.statusOf('simple')).toMatchObject({ state: 'saved', rev: 2 });
     expect(stored(s, 'simple')!.rev).toBe(2);
     expect(writerRole(stored(s, 'simple')!.flow)).toBe('Edited together');
     // The REST view agrees, with the new revision as its ETag.
@@ -124,7 +133,13 @@ describe('co-edited rooms are saved', { timeout: 120_000 }, () => {
     await json('PUT', '/api/flows/simple', simpleFlow());
     const a = await enter(port, 'simple');
     for (let i = 1; i <= 5; i++) setConfig(a.doc, 'writer', 'role', `draft ${i}`);
-    await until(() => s.roomStore.statusOf('simple')?.state === 'saved', 'a save while connected');
+    // Editors learn how saving went from the server's awareness state, about their own text.
+    const told = () =>
+      [...a.provider.awareness.getStates().values()]
+        .map((st) => readRoomStatus((st as Record<string, unknown>)[ROOM_STATUS_FIELD]))
+        .find((x) => x !== undefined);
+    await until(() => told()?.state === 'saved', 'the save told to the editor');
+    expect(told()).toEqual({ state: 'saved', rev: 2, hash: flowTextHash(serializeFlow(docToFlow(a.doc))) });
     expect(stored(s, 'simple')!.rev).toBe(2);
     expect(writerRole(stored(s, 'simple')!.flow)).toBe('draft 5');
     await s.rooms.flush('simple');
@@ -148,6 +163,7 @@ describe('co-edited rooms are saved', { timeout: 120_000 }, () => {
     await until(() => parts(s.rooms.docOf('simple')!).edges.has('dangling'), 'the edit in the room');
     await s.rooms.flush('simple');
     expect(s.roomStore.statusOf('simple')?.state).toBe('invalid');
+    expect(s.roomStore.statusOf('simple')?.hash).toBe(flowTextHash(serializeFlow(docToFlow(a.doc))));
     expect(s.roomStore.statusOf('simple')?.errors).toBeGreaterThan(0);
     expect(stored(s, 'simple')!.rev).toBe(1);
     expect(serializeFlow(stored(s, 'simple')!.flow)).toBe(before);

@@ -260,3 +260,52 @@ export function applyFlowToDoc(doc: Y.Doc, flow: unknown, origin: unknown = LOAD
     reconcileMap(p.edges, p.edgeOrder, flow.edges, edgeToYMap as (i: never) => Y.Map<unknown>);
   }, origin);
 }
+
+/**
+ * What the server says about saving a co-editing room, published as its own awareness state
+ * (`{ [ROOM_STATUS_FIELD]: RoomSaveStatus }`, never with a `user`, so it is nobody in the room).
+ * It describes the document whose serialized flow has `hash` (`flowTextHash`): an editor holding
+ * a document with another hash has changes the server has not looked at yet.
+ */
+export interface RoomSaveStatus {
+  /**
+   * `saved`: written as revision `rev`; `unchanged`: the catalog holds it already as `rev` (no
+   * `rev`: a flow the catalog does not have, only opened so far); `invalid`: not written, the
+   * validator found `errors` problems; `id-mismatch`: not written, the document's id is not the
+   * room's; `empty`: the room holds no flow.
+   */
+  state: 'saved' | 'unchanged' | 'invalid' | 'id-mismatch' | 'empty';
+  rev?: number;
+  errors?: number;
+  hash?: string;
+}
+
+export const ROOM_STATUS_FIELD = 'roomStatus';
+
+const ROOM_STATES = new Set(['saved', 'unchanged', 'invalid', 'id-mismatch', 'empty']);
+
+/** A status as it arrives from the network (awareness is anyone's input), or undefined. */
+export function readRoomStatus(v: unknown): RoomSaveStatus | undefined {
+  if (!isPlainObject(v) || typeof v.state !== 'string' || !ROOM_STATES.has(v.state)) return undefined;
+  const out: RoomSaveStatus = { state: v.state as RoomSaveStatus['state'] };
+  if (typeof v.rev === 'number' && Number.isInteger(v.rev) && v.rev > 0) out.rev = v.rev;
+  if (typeof v.errors === 'number' && Number.isInteger(v.errors) && v.errors >= 0) out.errors = v.errors;
+  if (typeof v.hash === 'string' && v.hash.length <= 32) out.hash = v.hash;
+  return out;
+}
+
+/** A short, fast, non-cryptographic hash of a serialized flow (cyrb53): which version a status is about. */
+export function flowTextHash(text: string): string {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507);
+  h1 ^= Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507);
+  h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36);
+}

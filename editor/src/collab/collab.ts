@@ -17,7 +17,15 @@
 
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
-import { assertRepresentable, isEmptyFlowDoc, LOAD, loadFlowIntoDoc } from '../model/flowDoc.js';
+import {
+  assertRepresentable,
+  isEmptyFlowDoc,
+  LOAD,
+  loadFlowIntoDoc,
+  ROOM_STATUS_FIELD,
+  type RoomSaveStatus,
+  readRoomStatus,
+} from '../model/flowDoc.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { type Identity, isIdentity } from './identity.js';
 
@@ -40,6 +48,8 @@ export interface CollabSnapshot {
   peers: Peer[];
   /** How the last room was joined (set once the room answered). */
   joined?: JoinInfo;
+  /** What the server last found when saving the room (its own awareness state). */
+  saving?: RoomSaveStatus;
 }
 
 export interface JoinInfo {
@@ -137,7 +147,10 @@ export class Collab {
       const empty = isEmptyFlowDoc(doc);
       if (empty) loadFlowIntoDoc(doc, this.o.store.toFlow(), LOAD);
       this.o.store.replaceDoc(doc);
-      const joined = { room: id, adopted: !empty, others: Math.max(0, awareness.getStates().size - 1) };
+      const others = [...awareness.getStates()].filter(
+        ([clientId, st]) => clientId !== awareness.clientID && isIdentity((st as { user?: unknown }).user),
+      ).length;
+      const joined = { room: id, adopted: !empty, others };
       this.update({ status: 'live', joined });
       this.o.onJoined?.(joined);
     });
@@ -148,7 +161,7 @@ export class Collab {
     awareness.on('change', () => {
       if (this.provider === provider) this.readPeers();
     });
-    this.update({ room: id, status: 'connecting', peers: [], joined: undefined });
+    this.update({ room: id, status: 'connecting', peers: [], joined: undefined, saving: undefined });
     this.readPeers();
     this.o.onRoom?.(id);
   }
@@ -161,7 +174,7 @@ export class Collab {
     p.awareness.setLocalState(null);
     p.destroy();
     this.o.store.presence.replaceAll(new Map());
-    this.update({ room: undefined, status: 'none', peers: [], joined: undefined });
+    this.update({ room: undefined, status: 'none', peers: [], joined: undefined, saving: undefined });
     this.o.onRoom?.(undefined);
   }
 
@@ -181,9 +194,15 @@ export class Collab {
     if (!p) return;
     const self = p.awareness.clientID;
     const peers: Peer[] = [];
+    let saving: RoomSaveStatus | undefined;
     for (const [clientId, state] of p.awareness.getStates()) {
       // Awareness comes from other browsers: take only well-formed names, colours and ids.
-      const st = state as { user?: unknown; selection?: unknown };
+      const st = state as { user?: unknown; selection?: unknown; [ROOM_STATUS_FIELD]?: unknown };
+      // The server's own state says how saving went; it is nobody in the room.
+      if (st.user === undefined && st[ROOM_STATUS_FIELD] !== undefined) {
+        saving = readRoomStatus(st[ROOM_STATUS_FIELD]) ?? saving;
+        continue;
+      }
       if (!isIdentity(st.user)) continue;
       const selection = Array.isArray(st.selection)
         ? st.selection
@@ -200,6 +219,6 @@ export class Collab {
         byNode.set(id, [...(byNode.get(id) ?? []), `${peer.name}|${peer.color}`]);
     }
     this.o.store.presence.replaceAll(new Map([...byNode].map(([k, v]) => [k, v.join('\n')])));
-    this.update({ peers });
+    this.update({ peers, saving });
   }
 }

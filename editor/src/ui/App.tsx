@@ -1,6 +1,8 @@
 /** The editor: toolbar, palette, canvas, inspector, problems; shortcuts, theme and autosave. */
 import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
+import type { CollabSnapshot } from '../collab/collab.js';
+import { roomSaveView } from '../collab/saveState.js';
 import { isFragment } from '../model/clipboard.js';
 import { copyJson, exportFile, layout, newFlow, openText, saveToServer } from './actions.js';
 import { Canvas } from './Canvas.js';
@@ -26,10 +28,29 @@ function isTyping(t: EventTarget | null): boolean {
   return !!el && (el.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName));
 }
 
+const NO_ROOM = (): CollabSnapshot | undefined => undefined;
+const NO_SUBSCRIPTION = () => () => {};
+
 function SaveState() {
-  const { store, drafts } = useEditor();
+  const { store, drafts, collab } = useEditor();
   useDocVersion(store);
-  const saved = drafts.isSaved(store.serialize());
+  const room = useSyncExternalStore(collab?.subscribe ?? NO_SUBSCRIPTION, collab?.getSnapshot ?? NO_ROOM);
+  const text = store.serialize();
+  // In a live room the server saves; its status says more than this browser's drafts can.
+  const server = room?.status === 'live' ? roomSaveView(room.saving, text) : undefined;
+  if (server)
+    return (
+      <span
+        className={`sb-save-state${server.saved ? '' : ' sb-unsaved'}`}
+        data-testid="save-state"
+        data-saved={server.saved}
+        data-room-save={server.kind}
+        title={server.title}
+      >
+        {server.label}
+      </span>
+    );
+  const saved = drafts.isSaved(text);
   return (
     <span
       className={`sb-save-state${saved ? '' : ' sb-unsaved'}`}

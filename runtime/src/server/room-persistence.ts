@@ -11,12 +11,22 @@
  * - REST writes win and are shown: a write to a flow whose room is open first saves the room's
  *   pending changes (so `If-Match` compares against what the editors see), then lands in the
  *   room as the smallest change, for everyone in it.
+ * What the last save attempt found is published in the room (the server's awareness state,
+ * `RoomSaveStatus`), so editors can tell "saved", "not saved: invalid" and "not looked at yet".
  * Saving a room approves nothing: stdio commands a saved flow names still wait for the local
  * operator's consent (`switchboard trust`), as for any flow that arrived through the API.
  */
 import { validate } from '@switchboard/nodes';
 import { type Flow, serializeFlow } from '@switchboard/schemas';
-import { applyFlowToDoc, docToFlow, isEmptyFlowDoc, LOAD } from '@switchboard/schemas/ydoc';
+import {
+  applyFlowToDoc,
+  docToFlow,
+  flowTextHash,
+  isEmptyFlowDoc,
+  LOAD,
+  ROOM_STATUS_FIELD,
+  type RoomSaveStatus,
+} from '@switchboard/schemas/ydoc';
 import type { FastifyBaseLogger } from 'fastify';
 import * as Y from 'yjs';
 import type { FlowRecords } from './flow-records.js';
@@ -25,25 +35,6 @@ import type { RoomHooks, YjsRooms } from './yjs-room.js';
 
 /** Transaction origin of a REST write applied into an open room. */
 export const REST_WRITE = Symbol('switchboard-rest-write');
-
-/** What the last save attempt of a room did. */
-export type RoomSaveState =
-  /** Written as revision `rev`. */
-  | 'saved'
-  /** Nothing to write: the catalog holds this document already (or it was just seeded). */
-  | 'unchanged'
-  /** Not written: the validator found `errors` problems. */
-  | 'invalid'
-  /** Not written: the document's id is not the room's (rename with Save, which stores the new id). */
-  | 'id-mismatch'
-  /** Not written: the room holds no flow. */
-  | 'empty';
-
-export interface RoomSaveStatus {
-  state: RoomSaveState;
-  rev?: number;
-  errors?: number;
-}
 
 interface DocState {
   /** The document's flow text as last saved, loaded or seeded; a save writes only when it differs. */
@@ -62,6 +53,8 @@ export interface FlowRoomLink {
 }
 
 const docText = (doc: Y.Doc) => serializeFlow(docToFlow(doc));
+
+export type { RoomSaveStatus };
 
 export class RoomPersistence implements FlowRoomLink {
   private readonly docs = new WeakMap<Y.Doc, DocState>();
@@ -102,6 +95,13 @@ export class RoomPersistence implements FlowRoomLink {
     return st;
   }
 
+  /** Records what was found about the document whose flow text is `text`, and tells the room. */
+  private report(name: string, doc: Y.Doc, status: RoomSaveStatus, text?: string): void {
+    const full = text === undefined ? status : { ...status, hash: flowTextHash(text) };
+    this.stateOf(doc).status = full;
+    this.rooms?.announce(name, doc, { [ROOM_STATUS_FIELD]: full });
+  }
+
   async load(name: string, doc: Y.Doc): Promise<void> {
     const st = this.stateOf(doc);
     const history = this.records.get(name) ? await this.readHistory(name) : undefined;
@@ -112,7 +112,10 @@ export class RoomPersistence implements FlowRoomLink {
       // (Runs inside a client's update: it must not throw, or that client is dropped.)
       const seeded = () => {
         try {
-          if (st.baseline === undefined && !isEmptyFlowDoc(doc)) st.baseline = docText(doc);
+          if (st.baseline === undefined && !isEmptyFlowDoc(doc)) {
+            st.baseline = docText(doc);
+            this.report(name, doc, { state: 'unchanged' }, st.baseline);
+          }
         } catch {
           // Not a document this server can read yet; the next update may be.
         }
@@ -125,6 +128,7 @@ export class RoomPersistence implements FlowRoomLink {
     // The catalog is the truth: a REST write made while the room was closed lands as a change.
     applyFlowToDoc(doc, rec.flow, LOAD);
     st.baseline = docText(doc);
+    this.report(name, doc, { state: 'unchanged', rev: rec.rev }, st.baseline);
   }
 
   /** The saved Yjs history, if it is there and readable; otherwise the room starts afresh. */
@@ -151,10 +155,7 @@ export class RoomPersistence implements FlowRoomLink {
 
   async save(name: string, doc: Y.Doc): Promise<void> {
     const st = this.stateOf(doc);
-    if (isEmptyFlowDoc(doc)) {
-      st.status = { state: 'empty' };
-      return;
-    }
+    if (isEmptyFlowDoc(doc)) return this.report(name, doc, { state: 'empty' });
     let flow: Flow;
     let text: string;
     try {
@@ -162,35 +163,28 @@ export class RoomPersistence implements FlowRoomLink {
       text = serializeFlow(flow);
     } catch {
       // A peer wrote something that is not a flow at all: nothing to save.
-      st.status = { state: 'invalid', errors: 1 };
-      return;
+      return this.report(name, doc, { state: 'invalid', errors: 1 });
     }
+    const cur = this.records.get(name);
     if (st.baseline === undefined || text === st.baseline) {
       st.baseline ??= text;
-      st.status = { state: 'unchanged', rev: this.records.get(name)?.rev };
-      return;
+      return this.report(name, doc, { state: 'unchanged', rev: cur?.rev }, text);
     }
-    if (flow.id !== name) {
-      st.status = { state: 'id-mismatch' };
-      return;
-    }
+    if (flow.id !== name) return this.report(name, doc, { state: 'id-mismatch' }, text);
     const v = validate(flow);
     if (!v.ok || !v.flow) {
-      st.status = { state: 'invalid', errors: v.errors.length };
       this.log.debug({ room: name, problems: v.errors.length }, 'co-editing room not saved: invalid flow');
-      return;
+      return this.report(name, doc, { state: 'invalid', errors: v.errors.length }, text);
     }
     // Taken before any await: the history written is the one of the flow written.
     const history = Y.encodeStateAsUpdate(doc);
-    const cur = this.records.get(name);
     if (cur && serializeFlow(cur.flow) === serializeFlow(v.flow)) {
       st.baseline = text;
-      st.status = { state: 'unchanged', rev: cur.rev };
-      return;
+      return this.report(name, doc, { state: 'unchanged', rev: cur.rev }, text);
     }
     const { rec } = await this.records.put(v.flow, 'upsert');
     st.baseline = text;
-    st.status = { state: 'saved', rev: rec.rev };
+    this.report(name, doc, { state: 'saved', rev: rec.rev }, text);
     await this.writeHistory(name, history);
   }
 
@@ -213,7 +207,7 @@ export class RoomPersistence implements FlowRoomLink {
     applyFlowToDoc(doc, flow, REST_WRITE);
     const st = this.stateOf(doc);
     st.baseline = docText(doc);
-    st.status = { state: 'unchanged', rev: this.records.get(flow.id)?.rev };
+    this.report(flow.id, doc, { state: 'unchanged', rev: this.records.get(flow.id)?.rev }, st.baseline);
     await this.writeHistory(flow.id, Y.encodeStateAsUpdate(doc));
   }
 
@@ -223,6 +217,10 @@ export class RoomPersistence implements FlowRoomLink {
       .catch((err) => this.log.warn({ err, room: id }, 'co-editing history not removed'));
     const doc = await this.rooms?.loaded(id).catch(() => undefined);
     // Whoever is still in the room keeps what they see; it is saved again only if they change it.
-    if (doc) this.stateOf(doc).baseline = docText(doc);
+    if (doc) {
+      const st = this.stateOf(doc);
+      st.baseline = docText(doc);
+      this.report(id, doc, { state: 'unchanged' }, st.baseline);
+    }
   }
 }

@@ -174,6 +174,15 @@ export class YjsRooms {
     return this.rooms.get(name) === room ? room.doc : undefined;
   }
 
+  /**
+   * Sets the server's own awareness state in the room of `doc` (e.g. what its save found); every
+   * client sees it with the editors' states. Ignored when that room is gone.
+   */
+  announce(name: string, doc: Y.Doc, state: Record<string, unknown>): void {
+    const room = this.rooms.get(name);
+    if (room?.doc === doc) room.awareness.setLocalState(state);
+  }
+
   /** Whether the room has changes waiting for their save. */
   pending(name: string): boolean {
     return this.rooms.get(name)?.pending ?? false;

@@ -1,0 +1,91 @@
+/**
+ * Co-edited rooms are saved, seen from the editor in Debian's Chromium against the real server:
+ * the toolbar follows the server's save status (not on the server yet, saving, saved, not saved
+ * while invalid), the catalog holds what was typed without anyone pressing Save, and the next
+ * person to open the flow gets the saved version. Waits are on conditions, never fixed sleeps.
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { artifact, launch, requireBuild, startServer, watchErrors } from './harness.js';
+
+const WAIT = { timeout: 60_000 };
+let browser: Browser;
+let current: Awaited<ReturnType<typeof startServer>> | undefined;
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  requireBuild();
+  browser = await launch();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async (ctx) => {
+  if (ctx.task.result?.state === 'fail')
+    for (const [i, c] of contexts.entries())
+      await c
+        .pages()[0]
+        ?.screenshot({ path: artifact(`failed-rooms-saved-${i}.png`) })
+        .catch(() => {});
+  for (const c of contexts.splice(0)) await c.close().catch(() => {});
+  await current?.close();
+  current = undefined;
+});
+
+async function person(path: string): Promise<{ page: Page; errors: string[]; context: BrowserContext }> {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  contexts.push(context);
+  const page = await context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${current!.url}${path}`);
+  await page.getByTestId('node-start').waitFor(WAIT);
+  return { page, errors, context };
+}
+
+const saveState = (page: Page, kind: string) =>
+  page.locator(`[data-testid="save-state"][data-room-save="${kind}"]`).waitFor(WAIT);
+
+describe('co-edited rooms are saved', { timeout: 180_000 }, () => {
+  it('the toolbar follows the server’s saves; nobody presses Save; the next person opens the saved version', async () => {
+    current = await startServer();
+    const stored = () => current!.server.store.catalog.data.flows['support-triage'];
+    const ada = await person('/');
+    await ada.page.getByTestId('btn-templates').click();
+    await ada.page.getByTestId('template-support-triage').click();
+    await ada.page
+      .locator('[data-testid="presence"][data-room="support-triage"][data-status="live"]')
+      .waitFor(WAIT);
+    // Opening a template stores nothing.
+    await saveState(ada.page, 'new');
+    expect(stored()).toBeUndefined();
+
+    // A change is saved by itself, a moment later.
+    await ada.page.getByTestId('flow-name').fill('Support triage, kept');
+    await saveState(ada.page, 'saved');
+    expect(stored()?.flow.name).toBe('Support triage, kept');
+    expect(stored()?.rev).toBe(1);
+
+    // Invalid mid-edit (a flow needs a name): not written, and the toolbar says why.
+    await ada.page.getByTestId('flow-name').fill('');
+    await saveState(ada.page, 'invalid');
+    expect(await ada.page.getByTestId('save-state').textContent()).toBe('not saved: 1 problem');
+    expect(stored()?.flow.name).toBe('Support triage, kept');
+    expect(stored()?.rev).toBe(1);
+    await ada.page.getByTestId('flow-name').fill('Support triage, final');
+    await saveState(ada.page, 'saved');
+    expect(stored()?.flow.name).toBe('Support triage, final');
+    expect(stored()?.rev).toBe(2);
+    expect(ada.errors).toEqual([]);
+    await ada.context.close();
+
+    // Bob opens the link later: the saved version, and he is told so.
+    const bob = await person('/?flow=support-triage');
+    await bob.page.getByTestId('collab-joined').waitFor(WAIT);
+    expect(await bob.page.getByTestId('collab-joined').textContent()).toContain('as saved on the server');
+    await expect
+      .poll(() => bob.page.getByTestId('flow-title').textContent(), WAIT)
+      .toBe('Support triage, final');
+    await saveState(bob.page, 'saved');
+    expect(bob.errors).toEqual([]);
+  });
+});
