@@ -2,9 +2,10 @@ import '@xyflow/react/dist/style.css';
 import './styles.css';
 import { defaultRegistry } from '@switchboard/nodes';
 import { StrictMode } from 'react';
-import { createRoot } from 'react-dom/client';
+import { createRoot, type Root } from 'react-dom/client';
 import { Collab, ROOM_RE } from './collab/collab.js';
 import { loadIdentity } from './collab/identity.js';
+import { watchAccess } from './model/accessWatch.js';
 import { FlowApi } from './model/api.js';
 import { DraftStore } from './model/persist.js';
 import { templates } from './model/templates.js';
@@ -53,8 +54,8 @@ async function firstFlow(api: FlowApi, draft: unknown, wanted: string | null): P
 }
 
 /** A server that wants a token this editor lacks: ask for it instead of showing a broken editor. */
-function askForToken(reason: TokenReason, tokens: TokenStore): void {
-  createRoot(document.getElementById('root')!).render(
+function askForToken(root: Root, reason: TokenReason, tokens: TokenStore): void {
+  root.render(
     <StrictMode>
       <TokenPrompt
         reason={reason}
@@ -70,6 +71,7 @@ function askForToken(reason: TokenReason, tokens: TokenStore): void {
 }
 
 async function boot() {
+  const root = createRoot(document.getElementById('root')!);
   const tokens = new TokenStore(window.localStorage);
   // Taken from `?token=` (the address `switchboard serve` printed), kept, and removed from the
   // address bar before anything else can read or share the address.
@@ -77,7 +79,7 @@ async function boot() {
   const candidate = new FlowApi(location.origin, token);
   const access = location.protocol.startsWith('http') ? await candidate.access() : 'absent';
   if (access === 'unauthorized' || access === 'rate-limited') {
-    askForToken(access === 'rate-limited' ? 'rate-limited' : token ? 'refused' : 'missing', tokens);
+    askForToken(root, access === 'rate-limited' ? 'rate-limited' : token ? 'refused' : 'missing', tokens);
     return;
   }
   const api = access === 'ok' ? candidate : undefined;
@@ -117,6 +119,21 @@ async function boot() {
       idTimer = setTimeout(watchDocId, 400);
     });
     store.onLoad(watchDocId);
+    // The server restarted with another token: stop retrying (the retries would lock this address
+    // out) and ask for the new one; the room was saved on the server, the draft in this browser.
+    const live = collab;
+    watchAccess({
+      connections: [
+        { subscribe: session.subscribe, down: () => session.getSnapshot().connection === 'closed' },
+        { subscribe: live.subscribe, down: () => live.getSnapshot().status === 'offline' },
+      ],
+      check: () => api.access(),
+      onRefused(why) {
+        live.dispose();
+        session.stop();
+        askForToken(root, why === 'rate-limited' ? 'rate-limited' : 'refused', tokens);
+      },
+    });
     const start = await firstFlow(api, draft, new URLSearchParams(location.search).get('flow'));
     try {
       collab.open(start);
@@ -150,7 +167,7 @@ async function boot() {
       },
       serialize: () => store.serialize(),
     };
-  createRoot(document.getElementById('root')!).render(
+  root.render(
     <StrictMode>
       <App store={store} drafts={drafts} api={api} runs={runs} collab={collab} />
     </StrictMode>,
