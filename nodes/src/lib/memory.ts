@@ -34,7 +34,9 @@ export function memoryView(
   const floor = opts.floor ?? 0;
   if (memory === 'thread') {
     const out: Message[] = [];
-    for (const seq of opts.thread ?? []) {
+    const thread = opts.thread ?? [];
+    for (let k = 0; k < thread.length; k++) {
+      const seq = thread[k]!;
       if (seq < floor) continue;
       const i = firstAfter(transcript, seq - 1);
       const m = transcript[i];

@@ -29,7 +29,11 @@ function parse(template: string): Part[] {
 export function renderTemplate(template: string, ctx: Record<string, unknown>): string {
   if (!template.includes('{{')) return template;
   let out = '';
-  for (const p of parse(template)) out += typeof p === 'string' ? p : asText(getPath(ctx, p.path));
+  const parts = parse(template);
+  for (let i = 0; i < parts.length; i++) {
+    const p = parts[i]!;
+    out += typeof p === 'string' ? p : asText(getPath(ctx, p.path));
+  }
   return out;
 }
 

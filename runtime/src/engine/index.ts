@@ -45,7 +45,7 @@ class Handle implements RunHandle {
   private readonly queue = new EventQueue();
   private run: RunLike | undefined;
   private started = false;
-  private readonly pending: RunCommand[] = [];
+  private pending: RunCommand[] | undefined;
 
   constructor(
     readonly runId: string,
@@ -53,13 +53,14 @@ class Handle implements RunHandle {
     input: unknown,
     options: RunOptions,
   ) {
-    const opts = { ...options, runId };
     const checks = options.validate !== false;
     const begin = (m: StartModule) => {
-      const s = m.startRun(flow, input, opts, this.queue, checks ? checker : undefined);
+      const s = m.startRun(flow, input, options, runId, this.queue, checks ? checker : undefined);
       this.run = s.run;
       this.started = true;
-      for (const c of this.pending.splice(0)) s.run?.send(c);
+      const pending = this.pending;
+      this.pending = undefined;
+      if (pending) for (const c of pending) s.run?.send(c);
       return s.result;
     };
     // Once loaded, a run starts on the next microtask: no macrotask on the hot path.
@@ -81,7 +82,10 @@ class Handle implements RunHandle {
 
   send(command: RunCommand): void {
     if (this.run) this.run.send(command);
-    else if (!this.started) this.pending.push(command);
+    else if (!this.started) {
+      this.pending ??= [];
+      this.pending.push(command);
+    }
   }
 }
 

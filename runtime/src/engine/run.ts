@@ -78,6 +78,8 @@ interface Ctx {
   parentCallId?: string;
   data: RunData;
   depth: number;
+  /** `data.state` as behaviours access it. */
+  state: StateView;
 }
 
 interface Failed {
@@ -91,6 +93,7 @@ function isFailed(o: Outcome | Failed): o is Failed {
 }
 
 const NO_TOOLS: Promise<ToolPort[]> = Promise.resolve([]);
+const NO_BUDGETS: NonNullable<RunOptions['budgets']> = {};
 const NO_ITEMS: readonly InboxItem[] = [];
 
 function emptyUsage() {
@@ -133,7 +136,6 @@ export class Run {
     Promise<{ session: AcpSession; close: () => Promise<void> }>
   >();
   private acpFlow: FlowBehavior | undefined;
-  private readonly stateViews = new WeakMap<RunData, StateView>();
   private nestedCount = 0;
   readonly registry: KindRegistry;
   readonly clock: { now(): number };
@@ -143,6 +145,7 @@ export class Run {
     readonly input: unknown,
     readonly options: RunOptions,
     readonly queue: EventQueue,
+    runId: string,
   ) {
     this.registry = options.registry ?? defaultRegistry;
     this.onEvent = options.onEvent;
@@ -150,11 +153,11 @@ export class Run {
     this.graph = compileFlow(flow, this.registry);
     this.now = options.now ?? Date.now;
     this.clock = { now: this.now };
-    this.runId =
-      options.resume?.runId ??
-      options.runId ??
-      `run_${this.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
-    const b = { ...flow.budgets, ...options.budgets };
+    this.runId = runId;
+    // Merged only when both set budgets: a run usually has no budgets of its own.
+    const fb = flow.budgets;
+    const ob = options.budgets;
+    const b = ob === undefined ? (fb ?? NO_BUDGETS) : fb === undefined ? ob : { ...fb, ...ob };
     this.maxSteps = b.maxSteps ?? DEFAULT_MAX_STEPS;
     this.maxTokens = b.maxTokens;
     this.timeoutMs = b.timeoutMs;
@@ -171,20 +174,25 @@ export class Run {
           `the checkpoint belongs to flow "${options.resume.flowId}", not "${flow.id}"`,
         );
       this.seq = options.resume.seq;
-      this.top = { runId: this.runId, data: cp.data, depth: 0 };
+      this.top = { runId: this.runId, data: cp.data, depth: 0, state: new StateView(cp.data) };
       this.root = cp.root;
       for (const id of cp.breakpoints ?? []) this.breakpoints.add(id);
       for (const [key, list] of Object.entries(cp.answers ?? {})) this.pendingAnswers.set(key, [...list]);
     } else {
-      this.top = { runId: this.runId, data: newRunData(input), depth: 0 };
+      const data = newRunData(input);
+      this.top = { runId: this.runId, data, depth: 0, state: new StateView(data) };
       this.root = { at: this.graph.start.id, scopes: [rootScope(this.now())] };
     }
-    for (const [name, config] of Object.entries(flow.models)) {
+    let fctx: ModelFactoryContext | undefined;
+    for (const name of Object.keys(flow.models)) {
+      const config = flow.models[name]!;
       const given = options.models;
       let p: ModelProvider | undefined;
-      if (typeof given === 'function') p = given(name, config, this.factoryCtx());
-      else if (given) p = given[name];
-      else p = defaultModelFactory(name, config, this.factoryCtx());
+      if (given && typeof given !== 'function') p = given[name];
+      else {
+        fctx ??= this.factoryCtx();
+        p = given ? given(name, config, fctx) : defaultModelFactory(name, config, fctx);
+      }
       if (!p) continue;
       if (p.scripted) this.scripted = true;
       const snap = cp?.providers?.[name];
@@ -606,10 +614,22 @@ export class Run {
     return p;
   }
 
-  async callModel(nc: NodeCtx, name: string, call: ModelCall): Promise<ModelReply> {
+  callModel(nc: NodeCtx, name: string, call: ModelCall): Promise<ModelReply> {
+    try {
+      const g = this.gate(nc.cx);
+      if (g) return g.then(() => this.requestModel(nc, name, call));
+      return this.requestModel(nc, name, call);
+    } catch (e) {
+      return Promise.reject(this.stop ?? e);
+    }
+  }
+
+  /**
+   * Not an async function: a model call is made on every agent step, and an async frame (its
+   * register file, promise and await closures) costs more than one reaction on the provider's promise.
+   */
+  private requestModel(nc: NodeCtx, name: string, call: ModelCall): Promise<ModelReply> {
     const cx = nc.cx;
-    const g = this.gate(cx);
-    if (g) await g;
     const provider = this.provider(name, nc.node.id);
     const nodeId = nc.node.id;
     const req: ModelRequest = { nodeId, messages: call.messages, signal: this.signal };
@@ -618,14 +638,17 @@ export class Run {
     req.onDelta = (text) => this.emit(cx, { type: 'model.delta', nodeId, text });
     req.onRetry = (i) =>
       this.emit(cx, { type: 'model.retry', nodeId, attempt: i.attempt, delayMs: i.delayMs, cause: i.cause });
-    let res: Awaited<ReturnType<ModelProvider['complete']>>;
-    try {
-      res = await provider.complete(req);
-    } catch (e) {
-      if (this.stop) throw this.stop;
-      throw e;
-    }
+    return provider.complete(req).then(
+      (res) => this.modelReplied(nc, res),
+      (e) => {
+        throw this.stop ?? e;
+      },
+    );
+  }
+
+  private modelReplied(nc: NodeCtx, res: ModelReply): ModelReply {
     if (this.stop) throw this.stop;
+    const cx = nc.cx;
     const u = res.usage;
     const d = cx.data;
     const c = d.counters;
@@ -640,7 +663,7 @@ export class Run {
     nc.promptTokens += u.promptTokens;
     nc.completionTokens += u.completionTokens;
     nc.modelName = res.model;
-    this.emitModelCompleted(cx, nodeId, res);
+    this.emitModelCompleted(cx, nc.node.id, res);
     if (this.maxTokens !== undefined && c.tokens > this.maxTokens) {
       this.exceeded(cx, 'tokens', this.maxTokens, c.tokens);
       throw this.stop;
@@ -814,12 +837,14 @@ export class Run {
     this.allowManyListeners();
     if (parent.depth + 1 > MAX_DELEGATION_DEPTH)
       return { content: `delegation deeper than ${MAX_DELEGATION_DEPTH} levels is refused`, isError: true };
+    const data = newRunData({ task }, { counters: parent.data.counters, state: parent.data.state });
     const cx: Ctx = {
       runId: `${parent.runId}~${++this.nestedCount}`,
       parentRunId: parent.runId,
       parentCallId: callId,
-      data: newRunData({ task }, { counters: parent.data.counters, state: parent.data.state }),
+      data,
       depth: parent.depth + 1,
+      state: new StateView(data),
     };
     this.emit(cx, { type: 'run.started', flowId: this.flow.id, input: { task } });
     this.appendMessage(cx, { role: 'user', author: 'user', content: task, to: target.id });
@@ -1093,7 +1118,8 @@ export class Run {
 
   /** Runs one node: events, observers, retries, commit. Returns its outcome or its failure. */
   private async execute(cx: Ctx, cur: Cursor, node: GNode): Promise<Outcome | Failed> {
-    if (this.breakpoints.has(node.id)) await this.pauseNow(cx, `breakpoint at ${node.id}`);
+    if (this.breakpoints.size > 0 && this.breakpoints.has(node.id))
+      await this.pauseNow(cx, `breakpoint at ${node.id}`);
     const beh =
       node.role === 'agent' && node.config.backend !== undefined
         ? this.acpBehavior()
@@ -1461,7 +1487,10 @@ export class Run {
       cur.at = null;
       return undefined;
     }
-    for (const e of edges) {
+    // Indexed, as on every per-step path: for-of allocates an iterator wherever V8 has not
+    // optimised the code yet, and a short-lived process (bench gate e) runs much of it unoptimised.
+    for (let i = 0; i < edges.length; i++) {
+      const e = edges[i]!;
       this.emitHandover(cx, from.id, e);
       this.applyProtocol(cx, from, e);
     }
@@ -1522,18 +1551,10 @@ export class Run {
     }
   }
 
-  stateViewOf(d: RunData): StateView {
-    let v = this.stateViews.get(d);
-    if (!v) {
-      v = new StateView(d);
-      this.stateViews.set(d, v);
-    }
-    return v;
-  }
-
   summaryFor(cx: Ctx, node: GNode): Summary | undefined {
-    for (const id of node.observers) {
-      const s = cx.data.summaries[id];
+    const ids = node.observers;
+    for (let i = 0; i < ids.length; i++) {
+      const s = cx.data.summaries[ids[i]!];
       if (s) return s;
     }
     if (node.role === 'observer') return cx.data.summaries[node.id];
@@ -1704,15 +1725,15 @@ class LastView {
 const parsedJson = new WeakMap<Message, unknown>();
 /** `last.json` of a text message that happens to be JSON (parsed once, bounded). */
 function jsonOf(m: Message): unknown {
+  const t = m.content.trimStart();
+  // Most messages are prose: nothing to parse, so nothing worth remembering.
+  if (!(t.startsWith('{') || t.startsWith('[')) || t.length > 1024 * 1024) return undefined;
   if (parsedJson.has(m)) return parsedJson.get(m);
   let v: unknown;
-  const t = m.content.trimStart();
-  if ((t.startsWith('{') || t.startsWith('[')) && t.length <= 1024 * 1024) {
-    try {
-      v = JSON.parse(t);
-    } catch {
-      v = undefined;
-    }
+  try {
+    v = JSON.parse(t);
+  } catch {
+    v = undefined;
   }
   parsedJson.set(m, v);
   return v;
@@ -1750,10 +1771,6 @@ export class NodeCtx implements NodeContext {
   modelName: string | undefined;
   extraInbox: InboxItem[] = [];
   inboxTaken: readonly InboxItem[];
-  readonly state: StateAccess;
-  readonly signal: AbortSignal;
-  readonly clock: { now(): number };
-  readonly tracksRate: boolean;
   readonly offerHandoverTools: boolean;
   readonly noTools: boolean;
 
@@ -1765,10 +1782,6 @@ export class NodeCtx implements NodeContext {
     cur: Cursor,
   ) {
     this.inboxTaken = cx.data.inbox[node.id] ?? NO_ITEMS;
-    this.signal = engine.signal;
-    this.clock = engine.clock;
-    this.state = engine.stateViewOf(cx.data);
-    this.tracksRate = node.observers.length > 0;
     const scope = cur.scopes[cur.scopes.length - 1]!;
     this.offerHandoverTools =
       node.role === 'agent' &&
@@ -1776,6 +1789,20 @@ export class NodeCtx implements NodeContext {
       (scope.mode === 'root' || scope.mode === 'handover') &&
       cur.stopAfter !== node.id;
     this.noTools = !engine.options.tools && node.delegates.length === 0 && !this.offerHandoverTools;
+  }
+
+  // Read through, not copied: a context is made for every step, and most steps read none of these.
+  get state(): StateAccess {
+    return this.cx.state;
+  }
+  get signal(): AbortSignal {
+    return this.engine.signal;
+  }
+  get clock(): { now(): number } {
+    return this.engine.clock;
+  }
+  get tracksRate(): boolean {
+    return this.node.observers.length > 0;
   }
 
   get run(): this {

@@ -24,7 +24,8 @@ export interface Started {
 export function startRun(
   flow: Flow,
   input: unknown,
-  options: RunOptions & { runId: string },
+  options: RunOptions,
+  runId: string,
   queue: EventQueue,
   check?: Checker,
 ): Started {
@@ -43,9 +44,8 @@ export function startRun(
             .join('; ')}`,
         );
     }
-    run = new Run(flow, input, options, queue);
+    run = new Run(flow, input, options, queue, runId);
   } catch (e) {
-    const runId = options.runId;
     const error = errorInfo(
       e instanceof RunFailure ? e : new RunFailure('flow_invalid', (e as Error).message),
     );

@@ -123,12 +123,15 @@ export class ScriptedProvider implements ModelProvider {
   /** Nodes named by consumable entries, and the first fallback per node ('' = any node). */
   private readonly nodes = new Set<string>();
   private readonly fallbacks = new Map<string, number>();
+  /** One string for every reply: hosts key usage by it, and a fresh string per reply is a fresh key to hash. */
+  private readonly model: string;
 
   constructor(
     private readonly entries: ScriptEntry[],
     private readonly options: { latencyMs?: number; name?: string; model?: string } = {},
   ) {
     this.served = new Array<number>(entries.length).fill(0);
+    this.model = options.model ?? `scripted:${options.name ?? 'model'}`;
     entries.forEach((e, i) => {
       if (e.fallback) {
         if (!this.fallbacks.has(e.node ?? '')) this.fallbacks.set(e.node ?? '', i);
@@ -239,7 +242,7 @@ export class ScriptedProvider implements ModelProvider {
       toolCalls,
       usage: entry.usage ?? { promptTokens: 0, completionTokens: roughTokens(text) },
       finishReason: entry.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
-      model: this.options.model ?? `scripted:${this.options.name ?? 'model'}`,
+      model: this.model,
     };
   }
 }

@@ -14,6 +14,7 @@ import { renderTemplate } from '../../lib/template.js';
 import {
   type ChatMessage,
   type FlowBehavior,
+  type InboxItem,
   type Message,
   type NodeContext,
   NodeError,
@@ -178,6 +179,13 @@ function toChat(m: Message, self: string): ChatMessage {
     : { role: 'user', content: m.content, name: m.author };
 }
 
+/** Pending inbox items as one text ('' when there are none, without building anything). */
+function inboxText(items: readonly InboxItem[]): string {
+  if (items.length === 0) return '';
+  if (items.length === 1) return items[0]!.text;
+  return items.map((i) => i.text).join('\n\n');
+}
+
 /** The system prompt: segments whose condition holds, rendered, joined by blank lines. */
 export function buildSystemPrompt(ctx: NodeContext<AgentConfigT>): string {
   const cond = ctx.conditions();
@@ -186,13 +194,15 @@ export function buildSystemPrompt(ctx: NodeContext<AgentConfigT>): string {
     task: ctx.run.task,
     input: ctx.run.input,
     summary: summary?.text ?? '',
-    inbox: ctx.inbox.map((i) => i.text).join('\n\n'),
+    inbox: inboxText(ctx.inbox),
     last: cond.last?.content ?? '',
     state: cond.state,
     node: { id: ctx.node.id, label: ctx.node.label },
   };
   let out = '';
-  for (const seg of ctx.node.config.prompt) {
+  const segments = ctx.node.config.prompt;
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i]!;
     if (!evaluateCondition(seg.when as ConditionT | undefined, cond)) continue;
     const text = renderTemplate(seg.text, tctx);
     out = out === '' ? text : `${out}\n\n${text}`;
@@ -209,8 +219,8 @@ export function buildMessages(ctx: NodeContext<AgentConfigT>): ChatMessage[] {
   }
   const view = ctx.run.view(memory);
   for (let i = 0; i < view.length; i++) messages.push(toChat(view[i]!, ctx.node.id));
-  if (ctx.inbox.length > 0)
-    messages.push({ role: 'user', content: ctx.inbox.map((i) => i.text).join('\n\n') });
+  const inbox = ctx.inbox;
+  if (inbox.length > 0) messages.push({ role: 'user', content: inboxText(inbox) });
   if (messages.length === 1) messages.push({ role: 'user', content: ctx.run.task });
   return messages;
 }
