@@ -973,7 +973,7 @@ export class Run {
         await this.enterTeam(cx, cur, node, undefined);
         continue;
       }
-      const outcome = await this.execute(cx, cur, node);
+      const outcome = await this.step(cx, cur, node);
       if (isFailed(outcome)) {
         await this.onFailure(cx, cur, node, outcome.failed);
         continue;
@@ -1116,10 +1116,59 @@ export class Run {
     return c;
   }
 
-  /** Runs one node: events, observers, retries, commit. Returns its outcome or its failure. */
-  private async execute(cx: Ctx, cur: Cursor, node: GNode): Promise<Outcome | Failed> {
-    if (this.breakpoints.size > 0 && this.breakpoints.has(node.id))
-      await this.pauseNow(cx, `breakpoint at ${node.id}`);
+  /**
+   * Runs one node, as execute() does. Most steps (no breakpoint, no observers) take this path of
+   * plain promise reactions: an async frame per step costs its register file, its promise and
+   * the closures of every await, for every step of every run at once (bench gate e).
+   */
+  private step(cx: Ctx, cur: Cursor, node: GNode): Promise<Outcome | Failed> {
+    if (
+      (this.breakpoints.size > 0 && this.breakpoints.has(node.id)) ||
+      (node.role === 'agent' && node.observers.length > 0)
+    )
+      return this.execute(cx, cur, node);
+    try {
+      const beh = this.flowBehavior(node);
+      const turn = this.beginNode(cx, node);
+      const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
+      return this.attempt(cx, cur, beh, nc, turn, 1);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  private attempt(
+    cx: Ctx,
+    cur: Cursor,
+    beh: FlowBehavior,
+    nc: NodeCtx,
+    turn: number,
+    attempt: number,
+  ): Promise<Outcome | Failed> {
+    let turnDone: Promise<Outcome>;
+    try {
+      turnDone = Promise.resolve(beh.run(nc));
+    } catch (e) {
+      turnDone = Promise.reject(e);
+    }
+    return turnDone.then(
+      (o) => {
+        if (this.stop) throw this.stop;
+        this.commitTurn(cx, cur, nc, o, turn);
+        this.nodeCompleted(cx, nc.node, o);
+        return o;
+      },
+      (e) => {
+        const failed = this.failedAttempt(cx, nc, e, attempt, turn);
+        if (failed) return failed;
+        nc.resetTurn();
+        return this.attempt(cx, cur, beh, nc, turn, attempt + 1);
+      },
+    );
+  }
+
+  /** The behaviour that runs a node on the control path. */
+  private flowBehavior(node: GNode): FlowBehavior {
     const beh =
       node.role === 'agent' && node.config.backend !== undefined
         ? this.acpBehavior()
@@ -1129,18 +1178,65 @@ export class Run {
         'flow_invalid',
         `node "${node.id}" of kind "${node.kind}" cannot be on the control path`,
       );
+    return beh;
+  }
+
+  /** Counts the step and emits node.started, and turn.started: returns the turn, 0 for kinds that bear none. */
+  private beginNode(cx: Ctx, node: GNode): number {
     this.countStep(cx, node.id);
     const turnBearing =
       node.role === 'agent' || node.role === 'decider' || node.role === 'human' || node.role === 'step';
     this.emitNode(cx, 'node.started', node.id);
-    const d = cx.data;
-    let turn = 0;
-    if (turnBearing) {
-      turn = ++d.counters.turns;
-      this.emitTurnStarted(cx, node.id, turn);
-    }
-    const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
+    if (!turnBearing) return 0;
+    const turn = ++cx.data.counters.turns;
+    this.emitTurnStarted(cx, node.id, turn);
+    return turn;
+  }
+
+  /**
+   * After a failed attempt: rethrows what ends the run; undefined when the node is tried again
+   * (said in a log event); else the node's failure, with its events.
+   */
+  private failedAttempt(cx: Ctx, nc: NodeCtx, e: unknown, attempt: number, turn: number): Failed | undefined {
+    if (this.stop) throw this.stop;
+    if (e instanceof RunFailure) throw e;
+    const node = nc.node;
     const maxAttempts = 1 + (node.role === 'agent' ? ((node.config.retries as number | undefined) ?? 1) : 0);
+    const retryable =
+      !(e instanceof NodeError && !e.retryable) && !(e instanceof ModelError && e.code === 'cancelled');
+    if (retryable && attempt < maxAttempts) {
+      this.emit(cx, {
+        type: 'log',
+        nodeId: node.id,
+        level: 'warn',
+        text: `retrying ${node.id} (attempt ${attempt + 1}): ${(e as Error).message}`,
+      });
+      return undefined;
+    }
+    const error = errorInfo(e);
+    if (error.attempts === undefined) error.attempts = attempt;
+    if (turn > 0) this.turnCompleted(cx, nc, turn);
+    this.emit(cx, { type: 'node.failed', nodeId: node.id, error });
+    return { failed: error };
+  }
+
+  private commitTurn(cx: Ctx, cur: Cursor, nc: NodeCtx, o: Outcome, turn: number): void {
+    this.commit(cx, cur, nc, o);
+    if (turn > 0) this.turnCompleted(cx, nc, turn);
+  }
+
+  private nodeCompleted(cx: Ctx, node: GNode, o: Outcome): void {
+    if (o.output !== undefined) this.emit(cx, { type: 'node.completed', nodeId: node.id, output: o.output });
+    else this.emitNode(cx, 'node.completed', node.id);
+  }
+
+  /** Runs one node: events, observers, retries, commit. Returns its outcome or its failure. */
+  private async execute(cx: Ctx, cur: Cursor, node: GNode): Promise<Outcome | Failed> {
+    if (this.breakpoints.size > 0 && this.breakpoints.has(node.id))
+      await this.pauseNow(cx, `breakpoint at ${node.id}`);
+    const beh = this.flowBehavior(node);
+    const turn = this.beginNode(cx, node);
+    const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
     let outcome: Outcome | undefined;
     // Guard rejections per observer, for this node's attempts; only agents with observers need it.
     let rejections: Map<string, number> | undefined;
@@ -1166,34 +1262,15 @@ export class Run {
         outcome = o;
         break;
       } catch (e) {
-        if (this.stop) throw this.stop;
-        if (e instanceof RunFailure) throw e;
-        const retryable =
-          !(e instanceof NodeError && !e.retryable) && !(e instanceof ModelError && e.code === 'cancelled');
-        if (retryable && attempt < maxAttempts) {
-          attempt++;
-          this.emit(cx, {
-            type: 'log',
-            nodeId: node.id,
-            level: 'warn',
-            text: `retrying ${node.id} (attempt ${attempt}): ${(e as Error).message}`,
-          });
-          nc.resetTurn();
-          continue;
-        }
-        const error = errorInfo(e);
-        if (error.attempts === undefined) error.attempts = attempt;
-        if (turnBearing) this.turnCompleted(cx, nc, turn);
-        this.emit(cx, { type: 'node.failed', nodeId: node.id, error });
-        return { failed: error };
+        const failed = this.failedAttempt(cx, nc, e, attempt, turn);
+        if (failed) return failed;
+        attempt++;
+        nc.resetTurn();
       }
     }
-    this.commit(cx, cur, nc, outcome);
-    if (turnBearing) this.turnCompleted(cx, nc, turn);
+    this.commitTurn(cx, cur, nc, outcome, turn);
     if (node.role === 'agent' && node.observers.length > 0) await this.runObservers(cx, nc, 'after', outcome);
-    if (outcome.output !== undefined)
-      this.emit(cx, { type: 'node.completed', nodeId: node.id, output: outcome.output });
-    else this.emitNode(cx, 'node.completed', node.id);
+    this.nodeCompleted(cx, node, outcome);
     return outcome;
   }
 

@@ -16,8 +16,11 @@ import {
   type FlowBehavior,
   type InboxItem,
   type Message,
+  type ModelPort,
+  type ModelReply,
   type NodeContext,
   NodeError,
+  type StepOutcome,
   type ToolCallRequest,
   type ToolOutcome,
   type ToolPort,
@@ -254,130 +257,164 @@ export async function callTools(
   return out;
 }
 
-export const agentBehavior: FlowBehavior<AgentConfigT> = {
-  type: 'flow',
-  async run(ctx) {
-    const cfg = ctx.node.config;
-    const model = ctx.model(cfg.model);
-    const messages = buildMessages(ctx);
-    const maxRounds = cfg.toolRounds ?? DEFAULT_TOOL_ROUNDS;
-    // Most agents have no tools: no await (a microtask per turn) and no per-turn tables for them.
-    const tools = maxRounds > 0 && ctx.noTools !== true ? await ctx.tools() : NO_TOOLS;
-    let granted: ReadonlyMap<string, ToolPort> = NO_GRANTS;
-    let specs = NO_SPECS;
-    if (tools.length > 0) {
-      const g = new Map<string, ToolPort>();
-      const sp: ToolSpec[] = [];
-      for (const t of tools) {
-        g.set(t.name, t);
-        sp.push({ name: t.name, description: t.description, parameters: t.parameters });
-      }
-      granted = g;
-      specs = sp;
+/**
+ * The general turn: tool rounds, repairs, structured output. `first` is the model's reply to
+ * `messages` when the caller already has it (a plain turn whose reply turned out to need more).
+ */
+async function agentTurn(
+  ctx: NodeContext<AgentConfigT>,
+  model: ModelPort,
+  messages: ChatMessage[],
+  first?: ModelReply,
+): Promise<StepOutcome> {
+  const cfg = ctx.node.config;
+  const maxRounds = cfg.toolRounds ?? DEFAULT_TOOL_ROUNDS;
+  // Most agents have no tools: no await (a microtask per turn) and no per-turn tables for them.
+  const tools = maxRounds > 0 && ctx.noTools !== true ? await ctx.tools() : NO_TOOLS;
+  let granted: ReadonlyMap<string, ToolPort> = NO_GRANTS;
+  let specs = NO_SPECS;
+  if (tools.length > 0) {
+    const g = new Map<string, ToolPort>();
+    const sp: ToolSpec[] = [];
+    for (const t of tools) {
+      g.set(t.name, t);
+      sp.push({ name: t.name, description: t.description, parameters: t.parameters });
     }
-    const output = cfg.output?.type === 'json' ? cfg.output : undefined;
-    const jsonSchema = output
-      ? { name: `${ctx.node.id.replace(/[^A-Za-z0-9_-]/g, '_')}_output`, schema: output.schema }
-      : undefined;
-    const maxOutputRepairs = output?.maxRepairs ?? DEFAULT_OUTPUT_REPAIRS;
-    let rounds = 0;
-    let toolRepairs = 0;
-    let outputRepairs = 0;
-    let toolCalls = 0;
-    const handovers: string[] = [];
+    granted = g;
+    specs = sp;
+  }
+  const output = cfg.output?.type === 'json' ? cfg.output : undefined;
+  const jsonSchema = output
+    ? { name: `${ctx.node.id.replace(/[^A-Za-z0-9_-]/g, '_')}_output`, schema: output.schema }
+    : undefined;
+  const maxOutputRepairs = output?.maxRepairs ?? DEFAULT_OUTPUT_REPAIRS;
+  let rounds = 0;
+  let toolRepairs = 0;
+  let outputRepairs = 0;
+  let toolCalls = 0;
+  const handovers: string[] = [];
 
-    for (;;) {
-      const offer = rounds < maxRounds && specs.length > 0;
+  for (;;) {
+    const offer = rounds < maxRounds && specs.length > 0;
+    let reply: ModelReply;
+    if (first !== undefined) {
+      reply = first;
+      first = undefined;
+    } else {
       const call: Parameters<typeof model.complete>[0] = { messages };
       if (offer) call.tools = specs;
       if (jsonSchema) call.jsonSchema = jsonSchema;
-      const reply = await model.complete(call);
+      reply = await model.complete(call);
+    }
 
-      if (reply.toolCalls.length > 0) {
-        const checked: CheckedCalls = offer
-          ? checkToolCalls(reply.toolCalls, granted, (c, reason) =>
-              ctx.emit({
-                type: 'tool.denied',
-                callId: clip(String(c.id), 64),
-                tool: clip(String(c.name), 64),
-                reason,
-              }),
-            )
-          : {
-              args: [],
-              problems: reply.toolCalls.map((c) => ({
-                callId: clip(String(c.id), 64),
-                tool: clip(String(c.name), 64),
-                error: 'no_more_tool_rounds' as const,
-                detail: `no tool calls are allowed now (${maxRounds} rounds used); give your answer`,
-              })),
-            };
-        const { problems } = checked;
-        if (problems.length > 0 && ++toolRepairs > DEFAULT_TOOL_REPAIRS)
-          throw new NodeError(
-            'tool_call_invalid',
-            `agent "${ctx.node.id}" kept making invalid tool calls (${problems.map((p) => `${p.tool}: ${p.error}`).join(', ')})`,
-            toolRepairs,
-          );
-        // Only the calls that run are written back; a malformed call never enters the history.
-        const runnable = reply.toolCalls.slice(0, checked.args.length);
-        if (runnable.length > 0) {
-          rounds++;
-          messages.push({ role: 'assistant', content: reply.text, toolCalls: runnable });
-          const results = await callTools(runnable, checked.args, granted);
-          for (let i = 0; i < runnable.length; i++) {
-            const tc = runnable[i]!;
-            const port = granted.get(tc.name)!;
-            const res = results[i]!;
-            toolCalls++;
-            messages.push({ role: 'tool', content: res.content, toolCallId: tc.id });
-            if (port.source === 'handover' && port.edgeId && !res.isError) handovers.push(port.edgeId);
-          }
-        }
-        if (handovers.length > 0) {
-          const to = handovers.map((e) => ctx.candidates.find((c) => c.edgeId === e)?.label ?? e).join(', ');
-          return {
-            message: { content: reply.text || `Handing over to ${to}.` },
-            route: { edges: handovers, reason: 'handover tool' },
-            toolCalls,
-          };
-        }
-        if (problems.length > 0)
-          messages.push({
-            role: 'user',
-            content: JSON.stringify({
-              error: 'invalid_tool_calls',
-              problems,
-              instruction:
-                runnable.length > 0
-                  ? `The ${runnable.length} call(s) before the first problem ran; their results are above. The calls listed here did not run. Correct them or answer.`
-                  : 'No tool was run. Correct the calls or answer without tools.',
+    if (reply.toolCalls.length > 0) {
+      const checked: CheckedCalls = offer
+        ? checkToolCalls(reply.toolCalls, granted, (c, reason) =>
+            ctx.emit({
+              type: 'tool.denied',
+              callId: clip(String(c.id), 64),
+              tool: clip(String(c.name), 64),
+              reason,
             }),
-          });
+          )
+        : {
+            args: [],
+            problems: reply.toolCalls.map((c) => ({
+              callId: clip(String(c.id), 64),
+              tool: clip(String(c.name), 64),
+              error: 'no_more_tool_rounds' as const,
+              detail: `no tool calls are allowed now (${maxRounds} rounds used); give your answer`,
+            })),
+          };
+      const { problems } = checked;
+      if (problems.length > 0 && ++toolRepairs > DEFAULT_TOOL_REPAIRS)
+        throw new NodeError(
+          'tool_call_invalid',
+          `agent "${ctx.node.id}" kept making invalid tool calls (${problems.map((p) => `${p.tool}: ${p.error}`).join(', ')})`,
+          toolRepairs,
+        );
+      // Only the calls that run are written back; a malformed call never enters the history.
+      const runnable = reply.toolCalls.slice(0, checked.args.length);
+      if (runnable.length > 0) {
+        rounds++;
+        messages.push({ role: 'assistant', content: reply.text, toolCalls: runnable });
+        const results = await callTools(runnable, checked.args, granted);
+        for (let i = 0; i < runnable.length; i++) {
+          const tc = runnable[i]!;
+          const port = granted.get(tc.name)!;
+          const res = results[i]!;
+          toolCalls++;
+          messages.push({ role: 'tool', content: res.content, toolCallId: tc.id });
+          if (port.source === 'handover' && port.edgeId && !res.isError) handovers.push(port.edgeId);
+        }
+      }
+      if (handovers.length > 0) {
+        const to = handovers.map((e) => ctx.candidates.find((c) => c.edgeId === e)?.label ?? e).join(', ');
+        return {
+          message: { content: reply.text || `Handing over to ${to}.` },
+          route: { edges: handovers, reason: 'handover tool' },
+          toolCalls,
+        };
+      }
+      if (problems.length > 0)
+        messages.push({
+          role: 'user',
+          content: JSON.stringify({
+            error: 'invalid_tool_calls',
+            problems,
+            instruction:
+              runnable.length > 0
+                ? `The ${runnable.length} call(s) before the first problem ran; their results are above. The calls listed here did not run. Correct them or answer.`
+                : 'No tool was run. Correct the calls or answer without tools.',
+          }),
+        });
+      continue;
+    }
+
+    if (output) {
+      const parsed = parseJsonOutput(reply.text);
+      const errors = parsed.ok ? checkAgainstSchema(output.schema, parsed.value).errors : [parsed.error];
+      if (errors.length > 0) {
+        outputRepairs++;
+        if (outputRepairs > maxOutputRepairs)
+          throw new NodeError(
+            'output_invalid',
+            `agent "${ctx.node.id}" gave no valid structured output after ${outputRepairs} attempts: ${errors.slice(0, 3).join('; ')}`,
+            outputRepairs,
+          );
+        messages.push({ role: 'assistant', content: reply.text.slice(0, 4000) });
+        messages.push({
+          role: 'user',
+          content: `Your answer does not match the required JSON Schema: ${errors.slice(0, 5).join('; ')}. Answer again with JSON only.`,
+        });
         continue;
       }
+      return { message: { content: reply.text, json: (parsed as { value: unknown }).value }, toolCalls };
+    }
+    return { message: { content: reply.text }, toolCalls };
+  }
+}
 
-      if (output) {
-        const parsed = parseJsonOutput(reply.text);
-        const errors = parsed.ok ? checkAgainstSchema(output.schema, parsed.value).errors : [parsed.error];
-        if (errors.length > 0) {
-          outputRepairs++;
-          if (outputRepairs > maxOutputRepairs)
-            throw new NodeError(
-              'output_invalid',
-              `agent "${ctx.node.id}" gave no valid structured output after ${outputRepairs} attempts: ${errors.slice(0, 3).join('; ')}`,
-              outputRepairs,
-            );
-          messages.push({ role: 'assistant', content: reply.text.slice(0, 4000) });
-          messages.push({
-            role: 'user',
-            content: `Your answer does not match the required JSON Schema: ${errors.slice(0, 5).join('; ')}. Answer again with JSON only.`,
-          });
-          continue;
-        }
-        return { message: { content: reply.text, json: (parsed as { value: unknown }).value }, toolCalls };
-      }
-      return { message: { content: reply.text }, toolCalls };
+export const agentBehavior: FlowBehavior<AgentConfigT> = {
+  type: 'flow',
+  run(ctx) {
+    try {
+      const cfg = ctx.node.config;
+      const model = ctx.model(cfg.model);
+      const messages = buildMessages(ctx);
+      const offersTools = (cfg.toolRounds ?? DEFAULT_TOOL_ROUNDS) > 0 && ctx.noTools !== true;
+      if (offersTools || cfg.output?.type === 'json') return agentTurn(ctx, model, messages);
+      // A plain turn (nothing to offer, a text answer) is one reaction on the model's reply instead
+      // of the general turn's async frame: it is every step of a chain of agents (bench gate e).
+      return model
+        .complete({ messages })
+        .then((reply) =>
+          reply.toolCalls.length === 0
+            ? { message: { content: reply.text }, toolCalls: 0 }
+            : agentTurn(ctx, model, messages, reply),
+        );
+    } catch (e) {
+      return Promise.reject(e);
     }
   },
 };
