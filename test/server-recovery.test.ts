@@ -1,7 +1,8 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Flow } from '@switchboard/schemas';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryToolHost } from '../runtime/src/engine/testing/index.js';
+import { agent, edge, flow, MemoryToolHost, node } from '../runtime/src/engine/testing/index.js';
 import { createServer, journaledTools, journalState, MAYBE_EXECUTED } from '../runtime/src/server/index.js';
 import { StoreError } from '../runtime/src/store/errors.js';
 import { scanEventLog } from '../runtime/src/store/event-log.js';
@@ -190,5 +191,110 @@ describe('tool calls across a crash', () => {
       [2, false],
       [3, true],
     ]);
+  });
+
+  it('a call is journaled only once the checkpoint it names is durable', async () => {
+    const dir = dataDir();
+    const file = join(dir, 'tools.jsonl');
+    const journal = ToolJournal.open(file);
+    cleanups.push(() => journal.close());
+    const executed: string[] = [];
+    const inner = new MemoryToolHost(batteryFlow(), {
+      fixture: {
+        count: {
+          run: (args) => {
+            executed.push(String(args.k));
+            return 'counted';
+          },
+        },
+      },
+    });
+    const st = journalState(journal, undefined);
+    st.checkpointSeq = 5;
+    let release!: () => void;
+    st.durable = () =>
+      new Promise<void>((r) => {
+        release = r;
+      });
+    const ctx = {
+      runId: 'r',
+      state: { get: () => undefined, set: () => {}, snapshot: () => ({}) },
+      signal: new AbortController().signal,
+    };
+    const [tool] = await journaledTools(inner, st).toolsFor('planner', ctx);
+    const call = tool!.call({ k: 'x' }, { signal: ctx.signal });
+    await new Promise((r) => setTimeout(r, 30));
+    expect(executed).toEqual([]);
+    expect(readFileSync(file, 'utf8')).toBe('');
+    release();
+    await call;
+    expect(executed).toEqual(['x']);
+    expect(ToolJournal.open(file).calls.map((c) => c.intent.cp)).toEqual([5]);
+  });
+
+  it('a call in flight after turns that needed no I/O is replayed from the journal after a restart, not repeated', async () => {
+    const dir = dataDir();
+    // start → q1 … q20 (scripted, no latency: no turn waits for anything) → caller (calls
+    // `count`, which hangs in the first process) → end. The quick turns are not checkpointed
+    // one by one, so the resumed run replays them before it reaches the call again.
+    const nodes = [node('start', 'start')];
+    const edges = [];
+    let prev = 'start';
+    for (let i = 1; i <= 20; i++) {
+      nodes.push(agent(`q${i}`));
+      edges.push(edge(prev, `q${i}`));
+      prev = `q${i}`;
+    }
+    nodes.push(agent('caller'), node('t', 'tool', { server: 'fixture' }), node('end', 'end'));
+    edges.push(edge(prev, 'caller'), edge('caller', 'end'), edge('t', 'caller', 'tools'));
+    const f: Flow = {
+      ...flow(
+        nodes,
+        edges,
+        [
+          { node: 'caller', toolCalls: [{ name: 'count', args: { k: 'once' } }] },
+          { node: 'caller', text: 'done' },
+          { fallback: true, text: 'ok' },
+        ],
+        { mcpServers: { fixture: { builtin: 'state' } } },
+      ),
+      id: 'quick-then-tool',
+      name: 'quick then tool',
+    };
+    const executed: string[] = [];
+    let hang = true;
+    const tools = ({ flow: fl }: { flow: Flow }) =>
+      new MemoryToolHost(fl, {
+        fixture: {
+          count: {
+            run: async (args) => {
+              executed.push(String(args.k));
+              if (hang) await new Promise(() => {});
+              return 'counted';
+            },
+          },
+        },
+      });
+    // A long slice: however slow this machine, the quick turns all run in one go.
+    const s1 = await createServer({ dataDir: dir, editorDir: false, runs: { tools, sliceMs: 60_000 } });
+    const rec = await s1.runs.start({ flow: f, input: 'go', source: 'api' });
+    const runDir = join(dir, 'runs', rec.id);
+    await until(() => executed.length === 1, 'the call to start');
+    await s1.close();
+    // One checkpoint (the process's first): the call names it, 20 turns before the call.
+    expect(readFileSync(join(runDir, 'checkpoints.jsonl'), 'utf8').trim().split('\n')).toHaveLength(1);
+    hang = false;
+    const s2 = await createServer({ dataDir: dir, editorDir: false, runs: { tools } });
+    cleanups.push(() => s2.close());
+    expect(s2.recovered.resumed).toEqual([rec.id]);
+    await until(() => !s2.runs.isLive(rec.id), 'the resumed run to end');
+    expect(s2.store.catalog.data.runs[rec.id]).toMatchObject({ status: 'completed', output: 'done' });
+    expect(executed).toEqual(['once']);
+    const events = scanEventLog(join(runDir, 'events.jsonl'), rec.id).events;
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    const maybe = events.filter(
+      (e) => e.type === 'log' && String((e as { text?: string }).text).startsWith(MAYBE_EXECUTED),
+    );
+    expect(maybe).toHaveLength(1);
   });
 });

@@ -27,6 +27,8 @@ export interface BatteryOptions {
   seed: number;
   /** At most this many runs live at once. */
   concurrency?: number;
+  /** Scripted reply latency; 0 makes most turns need no I/O (they are checkpointed in slices). */
+  latencyMs?: number;
   log?: (line: string) => void;
 }
 
@@ -119,7 +121,7 @@ export async function runBattery(o: BatteryOptions): Promise<BatteryFigures> {
   const rand = rng(o.seed);
   const counter = join(o.dir, '..', `${o.dir.split('/').pop()}-counter.txt`);
   const dataDir = o.dir;
-  const flow = batteryFlow();
+  const flow = batteryFlow(o.latencyMs);
   const started = new Set<string>();
   const f: BatteryFigures = {
     seed: o.seed,

@@ -17,7 +17,7 @@ import { runFlow } from '../../src/engine/index.js';
 import { chain } from '../../src/engine/testing/index.js';
 import type { RunFlow } from '../../src/engine/types.js';
 import { createServer } from '../../src/server/index.js';
-import { EventLog } from '../../src/store/event-log.js';
+import { Store } from '../../src/store/store.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const results: Record<string, unknown> = {};
@@ -120,26 +120,26 @@ async function logAppendBench(): Promise<void> {
       nodeId: 'a1',
       text: 'x'.repeat(120),
     }) as RunEvent;
+  // What a run pays: appends, a turn end (the group commit's write) every 10 events, and the
+  // background fsync in the durable mode; the clock stops once everything is durable.
   for (const withFsync of [false, true]) {
     const dir = tmp();
-    const { log } = EventLog.open(join(dir, 'events.jsonl'), 'r');
+    const store = await Store.open(dir, { durability: withFsync ? 'fsync' : 'os' });
+    const { commit } = store.openLog('r');
     const batches: number[] = [];
     let seq = 0;
     const t0 = now();
     for (let b = 0; b < 10; b++) {
       const tb = now();
       for (let i = 0; i < 1000; i++) {
-        log.append(mk(++seq));
-        if (seq % 10 === 0) {
-          log.flush();
-          if (withFsync) await log.sync();
-        }
+        commit.append(mk(++seq));
+        if (seq % 10 === 0) commit.flush();
       }
-      log.flush();
       batches.push(now() - tb);
     }
+    await commit.durable();
     const ms = now() - t0;
-    await log.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
     (results.logAppend as Record<string, unknown>)[withFsync ? 'withTurnFsync' : 'withoutFsync'] = {
       events: 10_000,
@@ -150,28 +150,29 @@ async function logAppendBench(): Promise<void> {
   }
 }
 
-/** A chain of 100 streamed to one loopback client: our server vs a plain ws reference. */
+/**
+ * A chain of 100 streamed to one loopback client: our server vs a plain ws reference. The
+ * reference, the engine alone and our server in both durability modes are measured in turn
+ * within each repetition (after warm-up rounds), so machine load drifting during the bench
+ * weighs on all of them alike.
+ */
 async function chainVsReference(): Promise<void> {
   const STEPS = 100;
   const flow: Flow = { ...chain(STEPS), id: 'chain', name: 'chain' };
-  const reps = 5;
+  const warmup = 2;
+  const reps = 11;
 
   // Reference: the engine's events batched per event-loop turn and sent over a bare ws server.
-  const ref: number[] = [];
-  const refLag: number[] = [];
-  for (let k = 0; k < reps; k++) {
+  const referenceOnce = async (): Promise<{ perStep: number; lag: number }> => {
     const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
     await new Promise((r) => wss.once('listening', r));
     const port = (wss.address() as { port: number }).port;
     const conn = new Promise<WebSocket>((r) => wss.once('connection', (ws) => r(ws)));
     let ended = 0;
-    let runEnd = 0;
-    let first = 0;
     const got = new Promise<void>((res) => {
       const c = new WebSocket(`ws://127.0.0.1:${port}`);
       c.on('message', (d) => {
         const m = JSON.parse(String(d));
-        if (first === 0) first = now();
         if ((m.events as RunEvent[]).some((e) => e.type === 'run.completed')) {
           ended = now();
           c.close();
@@ -198,20 +199,86 @@ async function chainVsReference(): Promise<void> {
       },
     });
     await h.result;
-    runEnd = now();
+    const runEnd = now();
     await got;
-    void first;
-    ref.push((ended - t0) / STEPS);
-    refLag.push(ended - runEnd);
     wss.close();
-  }
+    return { perStep: (ended - t0) / STEPS, lag: ended - runEnd };
+  };
 
-  // Ours: the real server (log writes, per-turn checkpoint, catalog, hub), in both durability modes.
-  const engineOnly: number[] = [];
-  for (let k = 0; k < reps; k++) {
-    const t0e = now();
+  const engineOnce = async (): Promise<number> => {
+    const t0 = now();
     await runFlow(flow, 'go').result;
-    engineOnly.push((now() - t0e) / STEPS);
+    return (now() - t0) / STEPS;
+  };
+
+  // Ours: the real server (log writes, per-turn checkpoint, catalog, hub).
+  const oursOnce = async (durability: 'os' | 'fsync'): Promise<{ perStep: number; lag: number }> => {
+    const dir = tmp();
+    let runEnd = 0;
+    let runStart = 0;
+    const wrapped: RunFlow = (f, input, options = {}) => {
+      runStart = now();
+      const h = runFlow(f, input, options);
+      void h.result.then(() => {
+        runEnd = now();
+      });
+      return h;
+    };
+    const s = await createServer({
+      dataDir: dir,
+      port: 0,
+      editorDir: false,
+      durability,
+      runs: { runFlow: wrapped },
+    });
+    const { port } = await s.listen();
+    let ended = 0;
+    const got = new Promise<void>((res) => {
+      void client(port, (_runId, events) => {
+        if (events.some((e) => e.type === 'run.completed')) {
+          ended = now();
+          res();
+        }
+      }).then((ws) => ws.send(JSON.stringify({ type: 'subscribe', flowId: 'chain' })));
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    await s.runs.start({ flow, input: 'go', source: 'api' });
+    await got;
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+    // From the engine's start to the client's receipt of the last event, like the reference:
+    // the run's recording at start (catalog, spec) is left out, per-turn work is in.
+    return { perStep: (ended - runStart) / STEPS, lag: ended - runEnd };
+  };
+
+  const ref: number[] = [];
+  const refLag: number[] = [];
+  const engineOnly: number[] = [];
+  const ours = { os: [] as number[], fsync: [] as number[] };
+  const oursLag = { os: [] as number[], fsync: [] as number[] };
+  for (let k = 0; k < warmup + reps; k++) {
+    const keep = k >= warmup;
+    // Rotate the order so that none of them always runs first (or right after a server closed).
+    const order = ['ref', 'os', 'fsync', 'engine'] as const;
+    for (let i = 0; i < order.length; i++) {
+      const what = order[(i + k) % order.length]!;
+      if (what === 'engine') {
+        const x = await engineOnce();
+        if (keep) engineOnly.push(x);
+      } else if (what === 'ref') {
+        const x = await referenceOnce();
+        if (keep) {
+          ref.push(x.perStep);
+          refLag.push(x.lag);
+        }
+      } else {
+        const x = await oursOnce(what);
+        if (keep) {
+          ours[what].push(x.perStep);
+          oursLag[what].push(x.lag);
+        }
+      }
+    }
   }
   const med = (xs: number[]) => pct(xs, 50);
   const out: Record<string, unknown> = {
@@ -220,56 +287,10 @@ async function chainVsReference(): Promise<void> {
     referenceDeliveredAfterEndMs: r3(med(refLag)),
   };
   for (const durability of ['os', 'fsync'] as const) {
-    const ours: number[] = [];
-    const oursLag: number[] = [];
-    for (let k = 0; k < reps; k++) {
-      const dir = tmp();
-      let runEnd = 0;
-      let runStart = 0;
-      const wrapped: RunFlow = (f, input, options = {}) => {
-        runStart = now();
-        const h = runFlow(f, input, options);
-        void h.result.then(() => {
-          runEnd = now();
-        });
-        return h;
-      };
-      const s = await createServer({
-        dataDir: dir,
-        port: 0,
-        editorDir: false,
-        durability,
-        runs: { runFlow: wrapped },
-      });
-      const { port } = await s.listen();
-      let ended = 0;
-      let first = 0;
-      const got = new Promise<void>((res) => {
-        void client(port, (_runId, events) => {
-          if (first === 0) first = now();
-          if (events.some((e) => e.type === 'run.completed')) {
-            ended = now();
-            res();
-          }
-        }).then((ws) => ws.send(JSON.stringify({ type: 'subscribe', flowId: 'chain' })));
-      });
-      await new Promise((r) => setTimeout(r, 50));
-      const t0 = now();
-      await s.runs.start({ flow, input: 'go', source: 'api' });
-      await got;
-      void t0;
-      void first;
-      // From the engine's start to the client's receipt of the last event, like the reference:
-      // the run's recording at start (catalog, spec) is left out, per-turn work is in.
-      ours.push((ended - runStart) / STEPS);
-      oursLag.push(ended - runEnd);
-      await s.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
     out[durability === 'os' ? 'serverNoFsync' : 'serverTurnFsync'] = {
-      msPerStep: r3(med(ours)),
-      ratioToReference: r3(med(ours) / med(ref)),
-      deliveredAfterRunEndMs: r3(med(oursLag)),
+      msPerStep: r3(med(ours[durability])),
+      ratioToReference: r3(med(ours[durability]) / med(ref)),
+      deliveredAfterRunEndMs: r3(med(oursLag[durability])),
     };
   }
   results.chain100 = out;

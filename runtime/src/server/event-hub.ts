@@ -2,8 +2,9 @@
  * Live run events over WebSocket. A client subscribes to one run or to every run of a flow,
  * with the last seq it has; it gets everything after that from the log, in order, then live.
  *
- * Events published during one event-loop turn go out as one frame per run, serialised once
- * and shared by every subscriber (200 subscribers cost one JSON.stringify). A client whose
+ * Events published during one event-loop turn go out as one frame per run, built once and
+ * shared by every subscriber (200 subscribers cost one frame); the frame is assembled from
+ * the JSON the log already made of each event, so a live event is serialised once in all. A client whose
  * unsent data passes `maxBuffered` is closed with {@link CLOSE_SLOW} — it resubscribes with
  * its last seq and misses nothing — so a stalled reader never grows the server's memory.
  */
@@ -48,6 +49,18 @@ interface Client {
   catching: Set<string>;
 }
 
+interface Pending {
+  flowId: string | undefined;
+  events: RunEvent[];
+  /** JSON of each event, when every publisher gave it. */
+  lines: string[] | undefined;
+}
+
+/** `{"type":"events","runId":…,"events":[…]}` from the events' JSON, as JSON.stringify would. */
+function framed(runId: string, lines: string[]): string {
+  return `{"type":"events","runId":${JSON.stringify(runId)},"events":[${lines.join(',')}]}`;
+}
+
 const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 const ID_RE = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/;
@@ -56,7 +69,7 @@ export class EventHub {
   private readonly clients = new Set<Client>();
   private readonly byRun = new Map<string, Set<Client>>();
   private readonly byFlow = new Map<string, Set<Client>>();
-  private pending = new Map<string, { flowId: string | undefined; events: RunEvent[] }>();
+  private pending = new Map<string, Pending>();
   private scheduled = false;
   private readonly maxBuffered: number;
   private readonly maxSubscriptions: number;
@@ -79,18 +92,26 @@ export class EventHub {
     return this.clients.size;
   }
 
-  /** Events that reached the log; sent at the end of this event-loop turn. */
-  publish(runId: string, events: RunEvent[]): void {
+  /**
+   * Durable events (with their JSON, `lines[i]` for `events[i]`, when the caller has it); sent
+   * once the current callback is done. A run's group commit publishes at most once per
+   * event-loop turn, so that is one frame per run per turn — and it goes out in the same turn
+   * as the write that made it durable, not after whatever the loop runs next (say, the run's
+   * next slice).
+   */
+  publish(runId: string, events: RunEvent[], lines?: string[]): void {
     if (events.length === 0) return;
     let p = this.pending.get(runId);
     if (!p) {
-      p = { flowId: this.source.flowOf(runId), events: [] };
+      p = { flowId: this.source.flowOf(runId), events: [], lines: [] };
       this.pending.set(runId, p);
     }
     for (const e of events) p.events.push(e);
+    if (lines && p.lines) for (const l of lines) p.lines.push(l);
+    else p.lines = undefined;
     if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      queueMicrotask(() => this.flush());
     }
   }
 
@@ -99,7 +120,7 @@ export class EventHub {
     this.scheduled = false;
     const batches = this.pending;
     this.pending = new Map();
-    for (const [runId, { flowId, events }] of batches) {
+    for (const [runId, { flowId, events, lines }] of batches) {
       const targets = new Set<Client>(this.byRun.get(runId));
       if (flowId !== undefined) for (const c of this.byFlow.get(flowId) ?? []) targets.add(c);
       if (targets.size === 0) continue;
@@ -111,9 +132,15 @@ export class EventHub {
         if (sent >= last) continue;
         let frame: string;
         if (sent < events[0]!.seq) {
-          shared ??= JSON.stringify({ type: 'events', runId, events });
+          shared ??= lines ? framed(runId, lines) : JSON.stringify({ type: 'events', runId, events });
           frame = shared;
-        } else frame = JSON.stringify({ type: 'events', runId, events: events.filter((e) => e.seq > sent) });
+        } else {
+          // Seqs in a batch are contiguous: the unsent ones are a suffix.
+          const from = sent - events[0]!.seq + 1;
+          frame = lines
+            ? framed(runId, lines.slice(from))
+            : JSON.stringify({ type: 'events', runId, events: events.slice(from) });
+        }
         c.sent.set(runId, last);
         this.send(c, frame, events.length);
       }

@@ -4,6 +4,15 @@
  * since the checkpoint it resumed from: a call that finished gets its recorded result back
  * without running again, a call that was in flight is answered `maybe-executed` — the model
  * (or script) sees that and decides — instead of being repeated blindly.
+ *
+ * An intent names the last checkpoint written before it (`checkpointSeq`) and is written only
+ * once that checkpoint is durable (`durable`): checkpoints reach the disk in the background,
+ * and a journal entry naming one that a crash could still lose would not be replayed after a
+ * resume from the one before it — the call would run twice. The host writes a checkpoint
+ * after every turn that called a tool (`onCall` tells it), so the calls one checkpoint names
+ * all belong to one turn; turns without I/O between that checkpoint and this turn are not
+ * written and are replayed first, which is why the replay list lasts until the replayed turn
+ * that calls tools is over (the host clears it then), not just until the next checkpoint.
  */
 import { createHash } from 'node:crypto';
 import type { JournalCall, ToolJournal } from '../store/tool-journal.js';
@@ -42,6 +51,10 @@ export interface JournalState {
   checkpointSeq: number;
   /** Calls made since that checkpoint in an earlier process, not yet replayed. */
   replay: JournalCall[];
+  /** Resolves once the checkpoint `checkpointSeq` names (and everything before it) is durable. */
+  durable?: () => Promise<void>;
+  /** Told of every call, replayed or not. */
+  onCall?: () => void;
 }
 
 export function journalState(journal: ToolJournal, resumedFromSeq: number | undefined): JournalState {
@@ -54,6 +67,7 @@ export function journaledTools(inner: ToolHost, st: JournalState): ToolHost {
   const wrap = (h: ToolHandle, ctx: ToolHostContext): ToolHandle => ({
     ...h,
     call: async (args, options) => {
+      st.onCall?.();
       const key = argsHash(args);
       const i = st.replay.findIndex((c) => c.intent.tool === h.name && c.intent.args === key);
       if (i !== -1) {
@@ -66,7 +80,9 @@ export function journaledTools(inner: ToolHost, st: JournalState): ToolHost {
         });
         return maybeExecutedResult(h.name, c!.intent.n);
       }
-      const intent = await st.journal.intent(h.name, key, st.checkpointSeq);
+      const cp = st.checkpointSeq;
+      await st.durable?.();
+      const intent = await st.journal.intent(h.name, key, cp);
       let result: ToolResult;
       try {
         result = await h.call(args, options);

@@ -1,8 +1,14 @@
 /**
- * Hosts runs for the server and `switchboard resume`: starts them through the engine, writes
- * every event to the run's log before anyone sees it, checkpoints at every turn, keeps the
- * catalog's run index current, and after a crash resumes what was running — or marks it
+ * Hosts runs for the server and `switchboard resume`: starts them through the engine, records
+ * every event in the run's log (published only once durable), checkpoints at every turn, keeps
+ * the catalog's run index current, and after a crash resumes what was running — or marks it
  * `interrupted` — so that no run is ever left `running`.
+ *
+ * The engine waits for each checkpoint; the callback returns at once — the run's group commit
+ * writes and syncs in the background (store/group-commit.ts), and checkpoints of turns that
+ * needed no I/O are not serialised at all (checkpoint-policy.ts) — so a run never waits for
+ * the disk, except to let the event loop turn after a slice of CPU, which is when its events
+ * go out.
  */
 import { randomBytes } from 'node:crypto';
 import type { Flow, RunEvent } from '@switchboard/schemas';
@@ -17,11 +23,14 @@ import type {
 import type { RunRecord } from '../store/catalog.js';
 import { StoreError } from '../store/errors.js';
 import type { EventLog } from '../store/event-log.js';
+import type { GroupCommit } from '../store/group-commit.js';
 import type { RunSpec } from '../store/run-files.js';
 import type { Store } from '../store/store.js';
 import type { ToolJournal } from '../store/tool-journal.js';
 import type { ToolHost } from '../tools/types.js';
+import { CheckpointPolicy } from './checkpoint-policy.js';
 import { type JournalState, journaledTools, journalState } from './journaled-tools.js';
+import { afterPoll } from './loop-turn.js';
 
 export interface Logger {
   info(obj: object | string, msg?: string): void;
@@ -31,10 +40,12 @@ export interface Logger {
 
 const silent: Logger = { info() {}, warn() {}, error() {} };
 
+const RESOLVED = Promise.resolve();
+
 export interface RunManagerOptions {
   store: Store;
-  /** Receives each batch of events after it reached the log. */
-  publish?: (runId: string, events: RunEvent[]) => void;
+  /** Receives each batch of events once it is durable, with each event's JSON. */
+  publish?: (runId: string, events: RunEvent[], lines?: string[]) => void;
   /** The interpreter; loaded lazily from ../engine/index.js by default. */
   runFlow?: RunFlow;
   models?: RunOptions['models'];
@@ -44,6 +55,12 @@ export interface RunManagerOptions {
   humanInput?: 'wait' | 'fail';
   env?: Record<string, string | undefined>;
   logger?: Logger;
+  /**
+   * How long a run may hold the event loop before its checkpoint lets the loop turn: short
+   * enough that its events reach clients within about a millisecond, long enough that a
+   * CPU-bound run pays few turns. Default 1 ms.
+   */
+  sliceMs?: number;
 }
 
 export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
@@ -58,6 +75,7 @@ interface Active {
   runId: string;
   record: RunRecord;
   log: EventLog;
+  commit: GroupCommit;
   journal: ToolJournal;
   js: JournalState;
   send(cmd: RunCommand): void;
@@ -78,6 +96,8 @@ const nowIso = () => new Date().toISOString();
 
 export class RunManager {
   private readonly active = new Map<string, Active>();
+  /** Runs whose end is being recorded (`Active.done` of runs that left `active`, too). */
+  private readonly settling = new Set<Promise<void>>();
   private readonly log: Logger;
   private engine: Promise<RunFlow> | undefined;
   private closing = false;
@@ -145,9 +165,15 @@ export class RunManager {
     return record;
   }
 
-  /** Applies one event to the run's index entry. */
+  /**
+   * Applies one event to the run's index entry. Returns whether the entry on disk must follow
+   * now: only a pause (or its end) changes what recovery does with a run — it resumes paused
+   * runs paused and every other live one running — and a final status is written once the
+   * log under it is durable (settle). The in-memory index, which the API reads, is current.
+   */
   private track(rec: RunRecord, ev: RunEvent): boolean {
     rec.lastSeq = ev.seq;
+    const before = rec.status;
     if (ev.runId !== rec.id) return false; // nested runs only count through the parent
     let changed = true;
     switch (ev.type) {
@@ -195,7 +221,7 @@ export class RunManager {
       rec.updatedAt = nowIso();
       if (FINAL.has(rec.status)) rec.endedAt = rec.updatedAt;
     }
-    return changed;
+    return changed && (rec.status === 'paused') !== (before === 'paused');
   }
 
   private saveSoon(): void {
@@ -206,16 +232,20 @@ export class RunManager {
 
   private launch(runFlow: RunFlow, record: RunRecord, spec: RunSpec, cp: RunCheckpoint | undefined): Active {
     const runId = record.id;
-    const { log } = this.store.openLog(runId);
+    const { log, commit } = this.store.openLog(runId);
     const journal = this.store.openJournal(runId);
     const js = journalState(journal, cp?.seq);
-    const publish = this.o.publish;
-    log.onFlushed = publish ? (batch) => publish(runId, batch) : undefined;
+    const policy = new CheckpointPolicy(this.o.sliceMs ?? 1);
+    // A tool call is journaled against the last checkpoint written, once that one is durable.
+    js.durable = () => commit.durable();
+    js.onCall = () => policy.onToolCall();
+    this.watch(runId, commit);
     const abort = new AbortController();
     const a: Active = {
       runId,
       record,
       log,
+      commit,
       journal,
       js,
       detached: false,
@@ -226,7 +256,7 @@ export class RunManager {
     };
     this.active.set(runId, a);
     const onEvent = (ev: RunEvent) => {
-      if (a.detached) return;
+      if (a.detached || commit.failed) return;
       if (ev.seq !== log.lastSeq + 1) {
         // The log must stay contiguous; an engine that skips or repeats a seq is a bug to surface.
         this.log.error(
@@ -235,18 +265,35 @@ export class RunManager {
         );
         return;
       }
-      log.append(ev);
+      commit.append(ev);
+      policy.onEvent(ev);
       if (this.track(record, ev)) this.saveSoon();
     };
-    const checkpoint = async (c: RunCheckpoint) => {
+    const checkpoint = (c: RunCheckpoint): Promise<void> => {
       // A detached run (shutdown) never checkpoints again; the next process resumes it.
       if (a.detached) return new Promise<void>(() => {});
-      await this.store.writeCheckpoint(c);
-      js.checkpointSeq = c.seq;
-      js.replay = [];
+      const d = policy.decide();
+      // The replayed turn that called tools is over; what it did not match is not replayed later.
+      if (d.afterToolCall) js.replay = [];
+      if (d.write) {
+        try {
+          commit.checkpoint(c);
+        } catch (e) {
+          return Promise.reject(e);
+        }
+        js.checkpointSeq = c.seq;
+      }
       // The index is not written per turn: the log is the truth for lastSeq and counters.
+      if (!d.yield) return RESOLVED;
+      // Written (and so sent) now rather than when the loop comes back to the commit: the
+      // frame is then on the socket before the loop polls, not after the run's next slice.
+      commit.flush();
+      return policy.yieldNow();
     };
-    const inner = this.o.tools?.({ runId, flow: spec.flow, source: record.source });
+    // A tools edge is an agent's whole permission: a flow without one gets no tool host, and
+    // its agents skip the per-agent tool lookup.
+    const grantsTools = spec.flow.edges.some((e) => e.kind === 'tools');
+    const inner = grantsTools ? this.o.tools?.({ runId, flow: spec.flow, source: record.source }) : undefined;
     const options: RunOptions = {
       runId,
       onEvent,
@@ -265,17 +312,29 @@ export class RunManager {
     const handle = runFlow(spec.flow, spec.input, options);
     a.send = (cmd) => handle.send(cmd);
     a.result = handle.result;
-    a.done = handle.result.then(
-      (r) => this.settle(a, r),
-      (e: unknown) =>
-        this.settle(a, { runId, status: 'failed', error: { code: 'engine', message: String(e) } }),
-    );
+    a.done = handle.result
+      .then(
+        (r) => this.settle(a, r),
+        (e: unknown) =>
+          this.settle(a, { runId, status: 'failed', error: { code: 'engine', message: String(e) } }),
+      )
+      .catch((e: unknown) => this.log.error({ runId, err: String(e) }, 'could not record the end of a run'));
+    const done = a.done;
+    this.settling.add(done);
+    void done.finally(() => this.settling.delete(done));
     return a;
+  }
+
+  /** Publishes a run's events once durable, and reports a store that can no longer write. */
+  private watch(runId: string, commit: GroupCommit): void {
+    const publish = this.o.publish;
+    commit.onDurable = publish ? (events, lines) => publish(runId, events, lines) : undefined;
+    commit.onError = (e) =>
+      this.log.error({ runId, file: commit.log.file, err: e.message }, 'run log cannot be written');
   }
 
   private async settle(a: Active, r: RunResult): Promise<void> {
     if (a.detached) return;
-    a.log.flush();
     const rec = a.record;
     if (!FINAL.has(rec.status)) {
       // The engine ended without a final event in the log (should not happen): record the result.
@@ -285,10 +344,15 @@ export class RunManager {
       rec.endedAt = rec.updatedAt = nowIso();
     }
     if (r.status === 'completed' && rec.output === undefined) rec.output = r.output;
-    await a.log.close();
+    if (a.commit.failed && rec.status !== 'failed') {
+      rec.status = 'failed';
+      rec.error = { code: 'store', message: `the run log cannot be written: ${a.commit.failed.message}` };
+    }
+    await this.store.closeLog(a.runId);
     a.journal.close();
     this.active.delete(a.runId);
-    await this.store.closeLog(a.runId);
+    // Serialising the catalog takes a while on a big one; the run's last frame goes out first.
+    await afterPoll();
     await this.store.catalog.save();
   }
 
@@ -305,7 +369,7 @@ export class RunManager {
   private async interrupt(rec: RunRecord, reason: string): Promise<void> {
     let logOk = true;
     try {
-      const { log } = this.store.openLog(rec.id);
+      const { log, commit } = this.store.openLog(rec.id);
       const ev = {
         runId: rec.id,
         seq: log.lastSeq + 1,
@@ -313,8 +377,8 @@ export class RunManager {
         type: 'run.interrupted',
         reason,
       } as RunEvent;
-      log.onFlushed = this.o.publish ? (b) => this.o.publish!(rec.id, b) : undefined;
-      log.append(ev);
+      this.watch(rec.id, commit);
+      commit.append(ev);
       this.track(rec, ev);
       await this.store.closeLog(rec.id);
     } catch (e) {
@@ -368,9 +432,13 @@ export class RunManager {
     }
     let spec: RunSpec | undefined;
     let cp: RunCheckpoint | undefined;
+    let latest: RunCheckpoint | undefined;
     try {
       spec = await this.store.readSpec(runId);
-      cp = await this.store.readCheckpoint(runId);
+      // The last checkpoint the log covers (after a power loss a later one may have survived
+      // the log lines under it; it is skipped).
+      latest = await this.store.readCheckpoint(runId);
+      cp = latest && latest.seq <= log.lastSeq ? latest : await this.store.readCheckpoint(runId, log.lastSeq);
     } catch (e) {
       this.log.error(
         { runId, file: (e as StoreError).file, err: (e as Error).message },
@@ -383,13 +451,12 @@ export class RunManager {
     if (!spec || !cp) {
       await this.interrupt(
         rec,
-        spec ? 'the process stopped before the first checkpoint' : 'the run was never fully recorded',
+        !spec
+          ? 'the run was never fully recorded'
+          : latest
+            ? `the checkpoint (seq ${latest.seq}) is ahead of the log (seq ${log.lastSeq})`
+            : 'the process stopped before the first checkpoint',
       );
-      await this.store.catalog.save();
-      return 'interrupted';
-    }
-    if (cp.seq > log.lastSeq) {
-      await this.interrupt(rec, `the checkpoint (seq ${cp.seq}) is ahead of the log (seq ${log.lastSeq})`);
       await this.store.catalog.save();
       return 'interrupted';
     }
@@ -430,14 +497,14 @@ export class RunManager {
   async detachAll(): Promise<void> {
     this.closing = true;
     for (const a of [...this.active.values()]) {
-      a.log.flush();
       a.detached = true;
       a.abort.abort(new Error('server shutting down'));
-      await a.log.close();
-      a.journal.close();
       await this.store.closeLog(a.runId);
+      a.journal.close();
       this.active.delete(a.runId);
     }
+    // Runs that ended just before are still writing their index entry.
+    await Promise.all([...this.settling]);
     await this.store.catalog.save();
   }
 }

@@ -1,11 +1,19 @@
 /**
- * Checkpoints of one run as an append-only JSON-lines file: the last complete line is the
- * current checkpoint. Appending costs one write (plus one fdatasync when durable) where
- * replacing a file costs create, write, fsync, rename and a directory fsync — the difference
- * is most of a scripted turn. When the file passes `compactAt` bytes it is rewritten
- * atomically with only its last checkpoint.
+ * Checkpoints of one run as an append-only JSON-lines file: the current checkpoint is the last
+ * complete line that the event log covers (its seq is at most the log's last seq). Appending
+ * costs one write where replacing a file costs create, write, fsync, rename and a directory
+ * fsync; the run's group commit fsyncs it in the background. When the file passes `compactAt`
+ * bytes (or four checkpoints, if those are bigger) it is rewritten atomically with only the
+ * new checkpoint and, when given, the last one known to be on disk with the log under it.
+ *
+ * Why "covered by the log" and not simply "the last line": the checkpoint is written right
+ * after the log lines under it, and both are fsynced later, together. A process that dies
+ * loses neither (the OS has them), but after a power loss the checkpoint's page may have
+ * reached the disk while the log's last page did not; the reader then steps back to the last
+ * checkpoint the surviving log covers, so a resumed run never starts past its own history.
  */
-import { closeSync, fdatasyncSync, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { promisify } from 'node:util';
 import type { RunCheckpoint } from '../engine/types.js';
 import { writeFileAtomicSync } from './atomic.js';
 import { StoreError } from './errors.js';
@@ -17,8 +25,15 @@ export interface CheckpointRead {
   torn?: string;
 }
 
-/** The last checkpoint in `file`; a torn final line is skipped, a damaged complete line is an error. */
-export function readCheckpointLog(file: string, check: ShapeCheck<RunCheckpoint>): CheckpointRead {
+/**
+ * The last checkpoint in `file` with seq ≤ `maxSeq` (the log's last seq; default: any). A torn
+ * final line is skipped; a damaged complete line that has to be read is an error.
+ */
+export function readCheckpointLog(
+  file: string,
+  check: ShapeCheck<RunCheckpoint>,
+  maxSeq = Number.POSITIVE_INFINITY,
+): CheckpointRead {
   let buf: Buffer;
   try {
     buf = readFileSync(file);
@@ -37,34 +52,45 @@ export function readCheckpointLog(file: string, check: ShapeCheck<RunCheckpoint>
     end = nl + 1;
     if (end === 0) throw new StoreError('not-json', `${file} holds only a torn checkpoint`, file);
   }
-  const start = buf.lastIndexOf(10, end - 2) + 1;
-  const line = buf.toString('utf8', start, end - 1);
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch (e) {
-    throw new StoreError(
-      'not-json',
-      `${file}: the last checkpoint is not JSON: ${(e as Error).message}`,
-      file,
-    );
+  // `end` is just past a newline; walk the complete lines from the last one backwards.
+  let which = 'the last checkpoint';
+  while (end > 0) {
+    const start = end >= 2 ? buf.lastIndexOf(10, end - 2) + 1 : 0;
+    const line = buf.toString('utf8', start, end - 1);
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (e) {
+      throw new StoreError('not-json', `${file}: ${which} is not JSON: ${(e as Error).message}`, file);
+    }
+    const r = check(value);
+    if (!r.ok)
+      throw new StoreError(
+        'wrong-schema',
+        `${file}: ${which} is wrong at ${r.path || '/'}: ${r.message}`,
+        file,
+      );
+    if (r.value.seq <= maxSeq) return { checkpoint: r.value, ...(torn ? { torn } : {}) };
+    end = start;
+    which = `the checkpoint before seq ${r.value.seq}`;
   }
-  const r = check(value);
-  if (!r.ok)
-    throw new StoreError(
-      'wrong-schema',
-      `${file}: the last checkpoint is wrong at ${r.path || '/'}: ${r.message}`,
-      file,
-    );
-  return { checkpoint: r.value, ...(torn ? { torn } : {}) };
+  return torn ? { torn } : {};
 }
+
+const fdatasyncAsync = promisify(fdatasync);
 
 export class CheckpointLog {
   private fd: number;
   private size: number;
+  /** Written since the last fdatasync began. */
+  private dirty = false;
+  /** The latest fdatasync, while it runs. */
+  private syncing: Promise<void> | undefined;
+  private closed = false;
 
   constructor(
     readonly file: string,
+    /** Compaction replaces the file durably (fsync + directory fsync) when true. */
     private readonly fsync: boolean,
     private readonly compactAt = 4 * 1024 * 1024,
   ) {
@@ -72,24 +98,63 @@ export class CheckpointLog {
     this.size = fstatSync(this.fd).size;
   }
 
-  /** Appends one serialised checkpoint (a JSON line ending in a newline). */
-  append(text: string): void {
+  /** Whether appending `bytes` more rewrites the file. */
+  private compactsWith(bytes: number): boolean {
+    return this.size > 0 && this.size + bytes > Math.max(this.compactAt, 4 * bytes);
+  }
+
+  /**
+   * Appends one serialised checkpoint (a JSON line ending in a newline); `sync()` makes it
+   * durable. `durable` is the newest checkpoint already synced together with the log under
+   * it: a compaction keeps it in front of the new one, so until the new one and its log are
+   * synced a power loss still finds a checkpoint the log covers.
+   */
+  append(text: string, durable?: string): void {
     const line = Buffer.from(text);
-    if (this.size + line.length > this.compactAt && this.size > 0) {
-      // Rewrite with only the new checkpoint (atomic), then keep appending to the new file.
-      closeSync(this.fd);
-      writeFileAtomicSync(this.file, line, { fsync: this.fsync });
+    if (this.compactsWith(line.length)) {
+      // Rewrite atomically (and durably when fsync), then keep appending to the new file.
+      // The old descriptor closes once no fdatasync uses it.
+      writeFileAtomicSync(
+        this.file,
+        durable === undefined ? line : Buffer.concat([Buffer.from(durable), line]),
+        {
+          fsync: this.fsync,
+        },
+      );
+      const old = this.fd;
       this.fd = openSync(this.file, 'a', 0o600);
-      this.size = line.length;
+      this.size = fstatSync(this.fd).size;
+      this.dirty = false;
+      const closeOld = () => {
+        try {
+          closeSync(old);
+        } catch {}
+      };
+      if (this.syncing) void this.syncing.then(closeOld, closeOld);
+      else closeOld();
       return;
     }
     let off = 0;
     while (off < line.length) off += writeSync(this.fd, line, off);
-    if (this.fsync) fdatasyncSync(this.fd);
     this.size += line.length;
+    this.dirty = true;
+  }
+
+  /** Resolves once every checkpoint appended so far is on disk (see EventLog.sync). */
+  sync(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (!this.dirty) return this.syncing ?? Promise.resolve();
+    this.dirty = false;
+    const p: Promise<void> = fdatasyncAsync(this.fd).finally(() => {
+      if (this.syncing === p) this.syncing = undefined;
+    });
+    this.syncing = p;
+    return p;
   }
 
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     try {
       closeSync(this.fd);
     } catch {}

@@ -1,7 +1,12 @@
 /**
- * One append-only JSON-lines event log per run. Appends are batched per synchronous burst
- * (a microtask) into one `write` on an O_APPEND descriptor, so an append costs the same at
- * event 10 and event 10,000; `sync()` adds the fsync the run does at each turn boundary.
+ * One append-only JSON-lines event log per run: the file and the run's events in memory. It
+ * does not decide when to write — the run's group commit (group-commit.ts) does: appended
+ * events reach the file in one `write` on an O_APPEND descriptor per call of `write()`, so an
+ * append costs the same at event 10 and event 10,000, and each event is serialised once (its
+ * JSON is kept until it is durable, so the WebSocket frames reuse it).
+ *
+ * Readers see only durable events (`after`), so nothing is served before it is on disk in the
+ * store's durability mode.
  *
  * Opening scans the file: a torn last record (no newline, or not JSON) is cut; anything wrong
  * before the tail is corruption and is reported, never skipped.
@@ -88,20 +93,23 @@ export function scanEventLog(file: string, runId?: string): ScanResult {
 
 const fdatasyncAsync = promisify(fdatasync);
 
+const NONE: { events: RunEvent[]; lines: string[] } = { events: [], lines: [] };
+
 export class EventLog {
   private fd: number;
-  private pending: string[] = [];
-  private flushQueued = false;
   private closed = false;
   /** Every event of the run in seq order, for catch-up reads while the log is open. */
   readonly events: RunEvent[];
-  /** Called after each batch reaches the file, with the events of that batch. */
-  onFlushed?: (batch: RunEvent[]) => void;
-  private unflushed: RunEvent[] = [];
-  /** How many of `events` reached the file; reads never see events before they are written. */
-  private flushedCount: number;
-  /** Bytes written since the last fsync (to skip needless fsyncs). */
+  /** JSON of the events not yet durable: `lines[i]` is `events[durableCount + i]`. */
+  private lines: string[] = [];
+  /** How many of `events` were handed to the OS. */
+  private writtenCount: number;
+  /** How many of `events` are durable; reads never see more. */
+  private durableCount: number;
+  /** Written since the last fdatasync began (to skip needless ones). */
   private dirty = false;
+  /** The latest fdatasync, while it runs. */
+  private syncing: Promise<void> | undefined;
 
   private constructor(
     readonly file: string,
@@ -110,10 +118,14 @@ export class EventLog {
   ) {
     this.fd = fd;
     this.events = events;
-    this.flushedCount = events.length;
+    this.writtenCount = this.durableCount = events.length;
   }
 
-  /** Opens (creating) a log for appending; a torn tail is cut first and reported in `torn`. */
+  /**
+   * Opens (creating) a log for appending; a torn tail is cut first and reported in `torn`.
+   * With `fsync`, what a previous process left is synced before it counts as durable: a
+   * killed process's last lines may be only in the OS's cache.
+   */
   static open(
     file: string,
     runId: string,
@@ -121,95 +133,99 @@ export class EventLog {
   ): { log: EventLog; torn?: ScanResult['torn'] } {
     const scan = scanEventLog(file, runId);
     const fd = openSync(file, 'a', 0o600);
-    if (scan.torn) {
-      ftruncateSync(fd, scan.goodBytes);
-      fdatasyncSync(fd);
-    }
+    if (scan.torn) ftruncateSync(fd, scan.goodBytes);
+    if (scan.torn || (options.fsync && scan.goodBytes > 0)) fdatasyncSync(fd);
     const log = new EventLog(file, fd, scan.events);
-    log.fsync = options.fsync ?? true;
     return { log, ...(scan.torn ? { torn: scan.torn } : {}) };
   }
 
-  /** Seq of the last appended event (written or about to be, this turn). */
+  /** Seq of the last appended event (durable or not). */
   get lastSeq(): number {
     return this.events.at(-1)?.seq ?? 0;
   }
 
-  /** Seq of the last event that reached the file. */
-  get writtenSeq(): number {
-    return this.events[this.flushedCount - 1]?.seq ?? 0;
+  /** Seq of the last durable event. */
+  get durableSeq(): number {
+    return this.events[this.durableCount - 1]?.seq ?? 0;
   }
 
-  /** Queues an event; it reaches the file before control returns to the event loop. */
+  /** Events handed to the OS so far (a count, for marking them durable once synced). */
+  get written(): number {
+    return this.writtenCount;
+  }
+
+  /** Keeps an event; it reaches the file at the next `write()`. */
   append(event: RunEvent): void {
     if (this.closed) throw new StoreError('io', `append to closed log ${this.file}`, this.file);
     this.events.push(event);
-    this.unflushed.push(event);
-    this.pending.push(`${JSON.stringify(event)}\n`);
-    if (!this.flushQueued) {
-      this.flushQueued = true;
-      queueMicrotask(() => this.flush());
+    this.lines.push(JSON.stringify(event));
+  }
+
+  /** Hands the appended events to the OS in one write; false when there was nothing new. */
+  write(): boolean {
+    const n = this.events.length;
+    if (n === this.writtenCount || this.closed) return false;
+    const from = this.writtenCount - this.durableCount;
+    const text = `${(from === 0 ? this.lines : this.lines.slice(from)).join('\n')}\n`;
+    // One write of the string (no Buffer copy); a short write (disk full…) finishes byte-wise.
+    const wrote = writeSync(this.fd, text);
+    if (wrote !== Buffer.byteLength(text)) {
+      const buf = Buffer.from(text);
+      let off = wrote;
+      while (off < buf.length) off += writeSync(this.fd, buf, off);
     }
-  }
-
-  /** Writes queued events now (one write call). */
-  flush(): void {
-    this.flushQueued = false;
-    if (this.pending.length === 0 || this.closed) return;
-    const buf = Buffer.from(this.pending.join(''));
-    this.pending = [];
-    let off = 0;
-    while (off < buf.length) off += writeSync(this.fd, buf, off);
+    this.writtenCount = n;
     this.dirty = true;
-    const batch = this.unflushed;
-    this.unflushed = [];
-    this.flushedCount = this.events.length;
-    this.onFlushed?.(batch);
+    return true;
   }
-
-  private syncing: Promise<void> | undefined;
-  /** false: `sync()` only flushes (the store's `durability: 'os'`). */
-  fsync = true;
 
   /**
-   * Flushes and fsyncs: everything appended so far survives a power loss. Asynchronous so
-   * that one run's fsync does not stall the other runs and the sockets.
+   * Resolves once everything written so far is on disk. Asynchronous so one run's fsync stalls
+   * no other run; with nothing written since the last fdatasync began, it waits for that one.
    */
-  async sync(): Promise<void> {
-    this.flush();
-    if (!this.dirty || this.closed || !this.fsync) return;
+  sync(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (!this.dirty) return this.syncing ?? Promise.resolve();
     this.dirty = false;
-    const p = fdatasyncAsync(this.fd);
-    this.syncing = p;
-    try {
-      await p;
-    } finally {
+    const p: Promise<void> = fdatasyncAsync(this.fd).finally(() => {
       if (this.syncing === p) this.syncing = undefined;
-    }
+    });
+    this.syncing = p;
+    return p;
   }
 
-  /** Written events with seq > after, at most `limit`. */
+  /**
+   * Declares the first `count` events durable (they were written, and synced when the store
+   * syncs) and returns the ones that just became so, with their JSON.
+   */
+  markDurable(count = this.writtenCount): { events: RunEvent[]; lines: string[] } {
+    const n = Math.min(count, this.writtenCount) - this.durableCount;
+    if (n <= 0) return NONE;
+    const events = this.events.slice(this.durableCount, this.durableCount + n);
+    const lines = this.lines.splice(0, n);
+    this.durableCount += n;
+    return { events, lines };
+  }
+
+  /** Durable events with seq > after, at most `limit`. */
   after(after: number, limit = Number.POSITIVE_INFINITY): RunEvent[] {
     const first = this.events[0]?.seq ?? 1;
     const start = Math.max(0, after - first + 1);
-    return this.events.slice(start, Math.min(this.flushedCount, start + Math.min(limit, this.events.length)));
+    return this.events.slice(start, Math.min(this.durableCount, start + Math.min(limit, this.events.length)));
   }
 
-  /** Flushes, fsyncs and closes. */
+  /** Writes what is left, fsyncs and closes (standalone use; a run's group commit closes its own). */
   async close(): Promise<void> {
     if (this.closed) return;
+    this.write();
     await this.sync();
-    await this.syncing;
-    if (this.closed) return;
-    this.closed = true;
-    closeSync(this.fd);
+    this.markDurable();
+    this.closeFd();
   }
 
-  /** Synchronous close for process exit paths. */
-  closeSync(): void {
+  /** Closes the descriptor; the caller has written and synced what it wanted. */
+  closeFd(): void {
     if (this.closed) return;
-    this.flush();
-    fdatasyncSync(this.fd);
     this.closed = true;
     closeSync(this.fd);
   }

@@ -3,6 +3,7 @@ export * from './catalog.js';
 export * from './checkpoint-log.js';
 export * from './errors.js';
 export * from './event-log.js';
+export * from './group-commit.js';
 export * from './lock.js';
 export * from './run-files.js';
 export * from './store.js';

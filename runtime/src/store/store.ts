@@ -6,10 +6,10 @@
  *   DIR/catalog.json          lowdb catalog (flows, run index, settings)
  *   DIR/runs/<id>/run.json    what was started (flow, input)
  *   DIR/runs/<id>/events.jsonl
- *   DIR/runs/<id>/checkpoints.jsonl  (append-only; the last line is current)
+ *   DIR/runs/<id>/checkpoints.jsonl  (append-only; the last line the log covers is current)
  *   DIR/runs/<id>/tools.jsonl
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdirSync, openSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
@@ -19,9 +19,25 @@ import { Catalog } from './catalog.js';
 import { CheckpointLog, readCheckpointLog } from './checkpoint-log.js';
 import { StoreError } from './errors.js';
 import { EventLog, scanEventLog } from './event-log.js';
+import { GroupCommit } from './group-commit.js';
 import { acquireLock, type DirLock } from './lock.js';
 import { checkCheckpoint, checkSpec, type RunSpec, readJsonStrict, writeJsonDurable } from './run-files.js';
 import { ToolJournal } from './tool-journal.js';
+
+function fdatasyncIfAny(file: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new StoreError('io', `cannot open ${file}: ${(e as Error).message}`, file);
+  }
+  try {
+    fdatasyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /** Run ids become directory names: plain ASCII, no dots, bounded. */
 export const RUN_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -31,8 +47,8 @@ export function resolveDataDir(explicit?: string, env: NodeJS.ProcessEnv = proce
 }
 
 export class Store {
-  private readonly logs = new Map<string, EventLog>();
-  private readonly cpLogs = new Map<string, CheckpointLog>();
+  /** Open runs: their event log and the group commit that writes it and their checkpoints. */
+  private readonly open = new Map<string, GroupCommit>();
   /** Events of a few closed logs, so paged catch-up reads do not rescan a file per page. */
   private readonly closedCache = new Map<string, RunEvent[]>();
   private closed = false;
@@ -41,14 +57,14 @@ export class Store {
     readonly dir: string,
     readonly catalog: Catalog,
     private readonly lock: DirLock,
-    /** fsync logs and checkpoints at every turn boundary (default). */
+    /** fsync logs and checkpoints (in the background, see group-commit.ts) before events count (default). */
     readonly fsync: boolean,
   ) {}
 
   /**
    * Locks and opens `dir` (created when missing). Throws StoreLockedError or StoreError.
-   * `durability: 'os'` skips the per-turn fsync: everything still survives the process dying
-   * (kill -9), not a power loss. The catalog is always fsynced.
+   * `durability: 'os'` skips the fsync of logs and checkpoints: everything still survives the
+   * process dying (kill -9), not a power loss. The catalog is always fsynced.
    */
   static async open(dir: string, options: { durability?: 'fsync' | 'os' } = {}): Promise<Store> {
     const abs = resolve(dir);
@@ -84,34 +100,47 @@ export class Store {
     return readJsonStrict(join(this.runDir(runId), 'run.json'), checkSpec(runId));
   }
 
-  /** The open log of a run (opened on first use; a torn tail is cut and reported). */
-  openLog(runId: string): { log: EventLog; torn?: { bytes: number; reason: string } } {
-    const open = this.logs.get(runId);
-    if (open) return { log: open };
+  /** The open log of a run and its group commit (opened on first use; a torn tail is cut and reported). */
+  openLog(runId: string): { log: EventLog; commit: GroupCommit; torn?: { bytes: number; reason: string } } {
+    const open = this.open.get(runId);
+    if (open) return { log: open.log, commit: open };
     this.closedCache.delete(runId);
     mkdirSync(this.runDir(runId), { recursive: true, mode: 0o700 });
     const r = EventLog.open(join(this.runDir(runId), 'events.jsonl'), runId, { fsync: this.fsync });
-    this.logs.set(runId, r.log);
-    return r;
+    const cpFile = join(this.runDir(runId), 'checkpoints.jsonl');
+    // Like the log: a checkpoint a killed process left in the OS's cache is synced before a
+    // resumed run's tool calls are journaled against it.
+    if (this.fsync) fdatasyncIfAny(cpFile);
+    const commit = new GroupCommit(r.log, () => new CheckpointLog(cpFile, this.fsync), this.fsync);
+    this.open.set(runId, commit);
+    return { log: r.log, commit, ...(r.torn ? { torn: r.torn } : {}) };
   }
 
   openLogIfOpen(runId: string): EventLog | undefined {
-    return this.logs.get(runId);
+    return this.open.get(runId)?.log;
   }
 
+  /** Runs whose files are closing (close waits for them). */
+  private readonly closing = new Set<Promise<void>>();
+
+  /** Writes what is pending, waits until it is durable and closes the run's files. */
   async closeLog(runId: string): Promise<void> {
-    this.cpLogs.get(runId)?.close();
-    this.cpLogs.delete(runId);
-    const log = this.logs.get(runId);
-    if (!log) return;
-    this.logs.delete(runId);
-    await log.close();
+    const commit = this.open.get(runId);
+    if (!commit) return;
+    this.open.delete(runId);
+    const p = commit.close();
+    this.closing.add(p);
+    try {
+      await p;
+    } finally {
+      this.closing.delete(p);
+    }
   }
 
-  /** Events with seq > after, from the open log or from the file. */
+  /** Durable events with seq > after, from the open log or from the file. */
   readEvents(runId: string, after = 0, limit = Number.POSITIVE_INFINITY): RunEvent[] {
-    const open = this.logs.get(runId);
-    if (open) return open.after(after, limit);
+    const open = this.open.get(runId);
+    if (open) return open.log.after(after, limit);
     let events = this.closedCache.get(runId);
     if (!events) {
       events = scanEventLog(join(this.runDir(runId), 'events.jsonl'), runId).events;
@@ -124,28 +153,22 @@ export class Store {
   }
 
   /**
-   * Durable checkpoint: the event log is flushed (and fsynced) first, then the checkpoint is
-   * appended to the run's checkpoint log (and fsynced): a checkpoint never points past the log.
+   * Hands a checkpoint to the run's group commit (the run's log must be open) and resolves once
+   * it is durable: written after the log lines under it, and synced with them when fsync.
    */
-  async writeCheckpoint(cp: RunCheckpoint): Promise<void> {
-    // Serialised at once: the engine's snapshot is only valid until its next step.
-    const line = `${JSON.stringify(cp)}\n`;
-    const log = this.logs.get(cp.runId);
-    if (log) {
-      if (this.fsync) await log.sync();
-      else log.flush();
-    }
-    let cpl = this.cpLogs.get(cp.runId);
-    if (!cpl) {
-      cpl = new CheckpointLog(join(this.runDir(cp.runId), 'checkpoints.jsonl'), this.fsync);
-      this.cpLogs.set(cp.runId, cpl);
-    }
-    cpl.append(line);
+  writeCheckpoint(cp: RunCheckpoint): Promise<void> {
+    const commit = this.open.get(cp.runId) ?? this.openLog(cp.runId).commit;
+    commit.checkpoint(cp);
+    return commit.durable();
   }
 
-  /** The last checkpoint of a run (a torn final line is skipped; anything else damaged throws). */
-  async readCheckpoint(runId: string): Promise<RunCheckpoint | undefined> {
-    return readCheckpointLog(join(this.runDir(runId), 'checkpoints.jsonl'), checkCheckpoint(runId))
+  /**
+   * The checkpoint to resume from: the last one whose seq is at most `logSeq` (the run log's
+   * last seq), so it never points past the log. A torn final line is skipped; anything else
+   * damaged throws.
+   */
+  async readCheckpoint(runId: string, logSeq = Number.POSITIVE_INFINITY): Promise<RunCheckpoint | undefined> {
+    return readCheckpointLog(join(this.runDir(runId), 'checkpoints.jsonl'), checkCheckpoint(runId), logSeq)
       .checkpoint;
   }
 
@@ -157,7 +180,8 @@ export class Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const id of [...this.logs.keys()]) await this.closeLog(id);
+    for (const id of [...this.open.keys()]) await this.closeLog(id);
+    await Promise.allSettled([...this.closing]);
     await this.catalog.flush();
     this.lock.release();
   }

@@ -38,6 +38,7 @@ export interface JournalCall {
 export class ToolJournal {
   private fd: number;
   private next: number;
+  private closed = false;
   readonly calls: JournalCall[];
 
   private constructor(
@@ -106,7 +107,10 @@ export class ToolJournal {
     await fdatasyncAsync(this.fd);
   }
 
+  /** Idempotent: a second close must not close whatever descriptor reused the number. */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     try {
       closeSync(this.fd);
     } catch {}
