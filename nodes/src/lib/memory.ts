@@ -33,15 +33,18 @@ export function memoryView(
 ): readonly Message[] {
   const floor = opts.floor ?? 0;
   if (memory === 'thread') {
-    const out: Message[] = [];
     const thread = opts.thread ?? [];
+    // At most one message per seq: sized once, trimmed to what was found.
+    const out = new Array<Message>(thread.length);
+    let n = 0;
     for (let k = 0; k < thread.length; k++) {
       const seq = thread[k]!;
       if (seq < floor) continue;
       const i = firstAfter(transcript, seq - 1);
       const m = transcript[i];
-      if (m && m.seq === seq) out.push(m);
+      if (m && m.seq === seq) out[n++] = m;
     }
+    out.length = n;
     return out;
   }
   let after = floor - 1;

@@ -94,6 +94,22 @@ function isFailed(o: Outcome | Failed): o is Failed {
 
 const NO_TOOLS: Promise<ToolPort[]> = Promise.resolve([]);
 const NO_BUDGETS: NonNullable<RunOptions['budgets']> = {};
+const SETTLED: Promise<void> = Promise.resolve();
+
+// The tables most runs never fill (breakpoints, early answers, waiting humans, tool and ACP
+// handles) share one empty instance until their first entry: an empty Map costs ~270 bytes,
+// and a process running many runs at once carries and collects them all (bench gate e).
+const NO_ENTRIES: ReadonlyMap<string, never> = new Map<string, never>();
+const NO_NAMES: ReadonlySet<string> = new Set<string>();
+
+/** `t`, or a new table of the run's own if `t` is the shared empty one. */
+function own<V>(t: ReadonlyMap<string, V>): Map<string, V> {
+  return t === NO_ENTRIES ? new Map() : (t as Map<string, V>);
+}
+
+function ownSet(t: ReadonlySet<string>): Set<string> {
+  return t === NO_NAMES ? new Set() : (t as Set<string>);
+}
 const NO_ITEMS: readonly InboxItem[] = [];
 
 function emptyUsage() {
@@ -116,10 +132,10 @@ export class Run {
   private pauseRequested = false;
   private stepping = false;
   private pauseGate: { promise: Promise<void>; resolve: () => void } | undefined;
-  private readonly breakpoints = new Set<string>();
-  private readonly pendingAnswers = new Map<string, string[]>();
-  private readonly waiters = new Map<string, (answer: string) => void>();
-  private cpChain: Promise<void> = Promise.resolve();
+  private breakpoints: ReadonlySet<string> = NO_NAMES;
+  private pendingAnswers: ReadonlyMap<string, string[]> = NO_ENTRIES;
+  private waiters: ReadonlyMap<string, (answer: string) => void> = NO_ENTRIES;
+  private cpChain: Promise<void> = SETTLED;
   private readonly maxSteps: number;
   private readonly maxTokens: number | undefined;
   private readonly timeoutMs: number | undefined;
@@ -127,14 +143,12 @@ export class Run {
   private readonly now: () => number;
   private readonly top: Ctx;
   private root: Cursor;
-  private readonly toolCache = new Map<string, Promise<ToolPort[]>>();
+  private toolCache: ReadonlyMap<string, Promise<ToolPort[]>> = NO_ENTRIES;
   private readonly onEvent: ((e: RunEvent) => void) | undefined;
   private manyListeners = false;
   /** ACP agent processes of this run, by node id (closed when the run ends). */
-  private readonly acpAgents = new Map<
-    string,
-    Promise<{ session: AcpSession; close: () => Promise<void> }>
-  >();
+  private acpAgents: ReadonlyMap<string, Promise<{ session: AcpSession; close: () => Promise<void> }>> =
+    NO_ENTRIES;
   private acpFlow: FlowBehavior | undefined;
   private nestedCount = 0;
   readonly registry: KindRegistry;
@@ -176,8 +190,10 @@ export class Run {
       this.seq = options.resume.seq;
       this.top = { runId: this.runId, data: cp.data, depth: 0, state: new StateView(cp.data) };
       this.root = cp.root;
-      for (const id of cp.breakpoints ?? []) this.breakpoints.add(id);
-      for (const [key, list] of Object.entries(cp.answers ?? {})) this.pendingAnswers.set(key, [...list]);
+      if (cp.breakpoints?.length) this.breakpoints = new Set(cp.breakpoints);
+      const answers = new Map<string, string[]>();
+      for (const [key, list] of Object.entries(cp.answers ?? {})) answers.set(key, [...list]);
+      if (answers.size > 0) this.pendingAnswers = answers;
     } else {
       const data = newRunData(input);
       this.top = { runId: this.runId, data, depth: 0, state: new StateView(data) };
@@ -458,8 +474,11 @@ export class Run {
         this.releasePause();
         return;
       case 'breakpoint':
-        if (cmd.on) this.breakpoints.add(cmd.nodeId);
-        else this.breakpoints.delete(cmd.nodeId);
+        if (cmd.on) {
+          const b = ownSet(this.breakpoints);
+          b.add(cmd.nodeId);
+          this.breakpoints = b;
+        } else ownSet(this.breakpoints).delete(cmd.nodeId);
         return;
       case 'inject': {
         const cx = this.top;
@@ -479,7 +498,9 @@ export class Run {
         else {
           const l = this.pendingAnswers.get(key) ?? [];
           l.push(cmd.answer);
-          this.pendingAnswers.set(key, l);
+          const answers = own(this.pendingAnswers);
+          answers.set(key, l);
+          this.pendingAnswers = answers;
         }
         return;
       }
@@ -569,9 +590,14 @@ export class Run {
   // Transcript and inboxes
 
   appendMessage(cx: Ctx, m: Omit<Message, 'seq'>, nodeId?: string): Message {
-    const d = cx.data;
     const msg = m as Message;
-    msg.seq = ++d.msgSeq;
+    msg.seq = ++cx.data.msgSeq;
+    return this.record(cx, msg, nodeId);
+  }
+
+  /** Appends a message that already has its seq (the next one). */
+  private record(cx: Ctx, msg: Message, nodeId?: string): Message {
+    const d = cx.data;
     d.transcript.push(msg);
     const message = { seq: msg.seq, role: msg.role, author: msg.author, content: msg.content };
     if (nodeId !== undefined) this.emitMessage(cx, message, nodeId);
@@ -679,9 +705,11 @@ export class Run {
     let p = this.toolCache.get(key);
     if (!p) {
       p = this.buildTools(nc, offerHandover);
-      this.toolCache.set(key, p);
+      const cache = own(this.toolCache);
+      cache.set(key, p);
+      this.toolCache = cache;
       // A failed lookup (e.g. a server that would not start) is not cached.
-      p.catch(() => this.toolCache.delete(key));
+      p.catch(() => cache.delete(key));
     }
     return p;
   }
@@ -888,14 +916,16 @@ export class Run {
       if (cp) await cp;
       answer = await new Promise<string>((resolve, reject) => {
         let timer: ReturnType<typeof setTimeout> | undefined;
-        this.waiters.set(nodeId, (a) => {
+        const waiters = own(this.waiters);
+        this.waiters = waiters;
+        waiters.set(nodeId, (a) => {
           if (timer) clearTimeout(timer);
-          this.waiters.delete(nodeId);
+          waiters.delete(nodeId);
           resolve(a);
         });
         if (timeoutMs !== undefined)
           timer = setTimeout(() => {
-            this.waiters.delete(nodeId);
+            waiters.delete(nodeId);
             reject(
               new NodeError(
                 'human_timeout',
@@ -1043,8 +1073,10 @@ export class Run {
           close: () => agent.close(),
         };
       })();
-      this.acpAgents.set(nodeId, p);
-      p.catch(() => this.acpAgents.delete(nodeId));
+      const agents = own(this.acpAgents);
+      agents.set(nodeId, p);
+      this.acpAgents = agents;
+      p.catch(() => agents.delete(nodeId));
     }
     return p;
   }
@@ -1292,14 +1324,19 @@ export class Run {
       }
     }
     if (o.message) {
-      const m: Omit<Message, 'seq'> = {
-        role: node.role === 'human' ? 'user' : 'assistant',
-        author: node.id,
-        content: o.message.content,
-      };
-      if (o.message.json !== undefined) m.json = o.message.json;
-      if (o.message.to !== undefined) m.to = o.message.to;
-      const msg = this.appendMessage(cx, m, node.id);
+      const role = node.role === 'human' ? 'user' : 'assistant';
+      const { content, json, to } = o.message;
+      let msg: Message;
+      // Built whole when it has no optional fields: a seq added afterwards costs every message the
+      // transcript keeps a property array.
+      if (json === undefined && to === undefined)
+        msg = this.record(cx, { role, author: node.id, content, seq: ++d.msgSeq }, node.id);
+      else {
+        const m: Omit<Message, 'seq'> = { role, author: node.id, content };
+        if (json !== undefined) m.json = json;
+        if (to !== undefined) m.to = to;
+        msg = this.appendMessage(cx, m, node.id);
+      }
       cur.lastSeq = msg.seq;
       if (nc.tracksRate) {
         const now = this.now();

@@ -114,29 +114,44 @@ function roughTokens(s: string): number {
   return Math.ceil(s.length / 4);
 }
 
+/** What a script says once and for all: the nodes its consumable entries name, each node's first fallback ('' = any node). */
+export interface ScriptIndex {
+  readonly nodes: ReadonlySet<string>;
+  readonly fallbacks: ReadonlyMap<string, number>;
+}
+
+export function indexScript(entries: readonly ScriptEntry[]): ScriptIndex {
+  const nodes = new Set<string>();
+  const fallbacks = new Map<string, number>();
+  entries.forEach((e, i) => {
+    if (e.fallback) {
+      if (!fallbacks.has(e.node ?? '')) fallbacks.set(e.node ?? '', i);
+    } else if (e.node !== undefined) nodes.add(e.node);
+  });
+  return { nodes, fallbacks };
+}
+
 export class ScriptedProvider implements ModelProvider {
   readonly scripted = true;
   private served: number[];
   private calls = 0;
   /** Index of the first entry not yet fully served, per node key ('' = entries without node). */
   private cursor = new Map<string, number>();
-  /** Nodes named by consumable entries, and the first fallback per node ('' = any node). */
-  private readonly nodes = new Set<string>();
-  private readonly fallbacks = new Map<string, number>();
+  private readonly nodes: ReadonlySet<string>;
+  private readonly fallbacks: ReadonlyMap<string, number>;
   /** One string for every reply: hosts key usage by it, and a fresh string per reply is a fresh key to hash. */
   private readonly model: string;
 
+  /** `index`, when given, is `indexScript(entries)`, computed once for a script many providers serve. */
   constructor(
-    private readonly entries: ScriptEntry[],
+    private readonly entries: readonly ScriptEntry[],
     private readonly options: { latencyMs?: number; name?: string; model?: string } = {},
+    index: ScriptIndex = indexScript(entries),
   ) {
     this.served = new Array<number>(entries.length).fill(0);
     this.model = options.model ?? `scripted:${options.name ?? 'model'}`;
-    entries.forEach((e, i) => {
-      if (e.fallback) {
-        if (!this.fallbacks.has(e.node ?? '')) this.fallbacks.set(e.node ?? '', i);
-      } else if (e.node !== undefined) this.nodes.add(e.node);
-    });
+    this.nodes = index.nodes;
+    this.fallbacks = index.fallbacks;
   }
 
   snapshot(): ScriptedSnapshot {
@@ -247,28 +262,44 @@ export class ScriptedProvider implements ModelProvider {
   }
 }
 
+/**
+ * Inline scripts parsed and indexed, per script array: a host running a stored flow makes a
+ * provider per run, from the same script every time. A `scriptFile` is read for every run, as
+ * the file may change.
+ */
+const inlineScripts = new WeakMap<object, { entries: ScriptEntry[]; index: ScriptIndex }>();
+const NO_SCRIPT: readonly unknown[] = [];
+
 /** Builds a scripted provider from a flow's model entry (inline `script` and/or `scriptFile`). */
 export function createScriptedProvider(
   name: string,
   config: ModelConfigT,
   ctx: Pick<ModelFactoryContext, 'baseDir'>,
 ): ScriptedProvider {
-  const entries = parseScript(config.script ?? [], `models.${name}.script`);
-  if (config.scriptFile) {
-    const file = isAbsolute(config.scriptFile)
-      ? config.scriptFile
-      : resolve(ctx.baseDir ?? process.cwd(), config.scriptFile);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(readFileSync(file, 'utf8'));
-    } catch (e) {
-      throw new Error(`models.${name}.scriptFile: cannot read ${file}: ${(e as Error).message}`);
-    }
-    const list = Array.isArray(raw) ? raw : (raw as { script?: unknown })?.script;
-    entries.push(...parseScript(list, `models.${name}.scriptFile`));
-  }
   const opts: { latencyMs?: number; name?: string; model?: string } = { name };
   if (config.latencyMs !== undefined) opts.latencyMs = config.latencyMs;
   if (config.model !== undefined) opts.model = config.model;
+  if (!config.scriptFile) {
+    const script: unknown = config.script ?? NO_SCRIPT;
+    let parsed = typeof script === 'object' && script !== null ? inlineScripts.get(script) : undefined;
+    if (!parsed) {
+      const entries = parseScript(script, `models.${name}.script`);
+      parsed = { entries, index: indexScript(entries) };
+      inlineScripts.set(script as object, parsed);
+    }
+    return new ScriptedProvider(parsed.entries, opts, parsed.index);
+  }
+  const entries = parseScript(config.script ?? [], `models.${name}.script`);
+  const file = isAbsolute(config.scriptFile)
+    ? config.scriptFile
+    : resolve(ctx.baseDir ?? process.cwd(), config.scriptFile);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new Error(`models.${name}.scriptFile: cannot read ${file}: ${(e as Error).message}`);
+  }
+  const list = Array.isArray(raw) ? raw : (raw as { script?: unknown })?.script;
+  entries.push(...parseScript(list, `models.${name}.scriptFile`));
   return new ScriptedProvider(entries, opts);
 }

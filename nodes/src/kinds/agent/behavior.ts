@@ -215,16 +215,20 @@ export function buildSystemPrompt(ctx: NodeContext<AgentConfigT>): string {
 
 export function buildMessages(ctx: NodeContext<AgentConfigT>): ChatMessage[] {
   const memory = ctx.node.config.memory ?? 'transcript';
-  const messages: ChatMessage[] = [{ role: 'system', content: buildSystemPrompt(ctx) }];
-  if (memory === 'summary') {
-    const s = ctx.run.summary();
-    if (s) messages.push({ role: 'user', content: `Summary of the conversation so far:\n${s.text}` });
-  }
+  const system: ChatMessage = { role: 'system', content: buildSystemPrompt(ctx) };
+  const summary = memory === 'summary' ? ctx.run.summary() : undefined;
   const view = ctx.run.view(memory);
-  for (let i = 0; i < view.length; i++) messages.push(toChat(view[i]!, ctx.node.id));
   const inbox = ctx.inbox;
-  if (inbox.length > 0) messages.push({ role: 'user', content: inboxText(inbox) });
-  if (messages.length === 1) messages.push({ role: 'user', content: ctx.run.task });
+  // Allocated at its final length: pushing onto a one-element array reallocates it, every turn.
+  const n = 1 + (summary ? 1 : 0) + view.length + (inbox.length > 0 ? 1 : 0);
+  const messages = new Array<ChatMessage>(n === 1 ? 2 : n);
+  let k = 0;
+  messages[k++] = system;
+  if (summary)
+    messages[k++] = { role: 'user', content: `Summary of the conversation so far:\n${summary.text}` };
+  for (let i = 0; i < view.length; i++) messages[k++] = toChat(view[i]!, ctx.node.id);
+  if (inbox.length > 0) messages[k++] = { role: 'user', content: inboxText(inbox) };
+  if (k === 1) messages[k++] = { role: 'user', content: ctx.run.task };
   return messages;
 }
 
