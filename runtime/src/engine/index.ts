@@ -35,6 +35,8 @@ function loadChecker(): Promise<Checker> {
   return loadingChecker;
 }
 
+const STARTED: Promise<void> = Promise.resolve();
+
 interface RunLike {
   readonly status: RunStatus;
   send(command: RunCommand): void;
@@ -54,20 +56,31 @@ class Handle implements RunHandle {
     options: RunOptions,
   ) {
     const checks = options.validate !== false;
+    // The run settles this promise itself: no promise of its own for this one to adopt.
+    let settle!: (r: RunResult) => void;
+    let fail!: (e: unknown) => void;
+    this.result = new Promise<RunResult>((resolve, reject) => {
+      settle = resolve;
+      fail = reject;
+    });
     const begin = (m: StartModule) => {
-      const s = m.startRun(flow, input, options, runId, this.queue, checks ? checker : undefined);
-      this.run = s.run;
-      this.started = true;
-      const pending = this.pending;
-      this.pending = undefined;
-      if (pending) for (const c of pending) s.run?.send(c);
-      return s.result;
+      try {
+        const run = m.startRun(flow, input, options, runId, this.queue, settle, checks ? checker : undefined);
+        this.run = run;
+        this.started = true;
+        const pending = this.pending;
+        this.pending = undefined;
+        if (pending) for (const c of pending) run?.send(c);
+      } catch (e) {
+        fail(e);
+      }
     };
     // Once loaded, a run starts on the next microtask: no macrotask on the hot path.
     const m = loaded;
-    if (m && (!checks || checker)) this.result = Promise.resolve().then(() => begin(m));
-    else if (!checks) this.result = loadEngine().then(begin);
-    else this.result = Promise.all([loadEngine(), loadChecker()]).then(([m]) => begin(m));
+    // (Not queueMicrotask: Node gives each such callback an async resource.)
+    if (m && (!checks || checker)) void STARTED.then(() => begin(m));
+    else if (!checks) loadEngine().then(begin, fail);
+    else Promise.all([loadEngine(), loadChecker()]).then(([m]) => begin(m), fail);
   }
 
   get status(): RunStatus {

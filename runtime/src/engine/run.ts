@@ -120,8 +120,8 @@ export class Run {
   readonly runId: string;
   status: RunStatus = 'pending';
   readonly graph: Graph;
-  readonly result: Promise<RunResult>;
-  private resolveResult!: (r: RunResult) => void;
+  /** Undoes what the run registered on the host's signal. */
+  private unlisten: (() => void) | undefined;
   private seq = 0;
   private ended = false;
   private scripted = false;
@@ -160,6 +160,7 @@ export class Run {
     readonly options: RunOptions,
     readonly queue: EventQueue,
     runId: string,
+    private readonly done: (r: RunResult) => void,
   ) {
     this.registry = options.registry ?? defaultRegistry;
     this.onEvent = options.onEvent;
@@ -175,9 +176,6 @@ export class Run {
     this.maxSteps = b.maxSteps ?? DEFAULT_MAX_STEPS;
     this.maxTokens = b.maxTokens;
     this.timeoutMs = b.timeoutMs;
-    this.result = new Promise((r) => {
-      this.resolveResult = r;
-    });
     const cp = options.resume?.data as CheckpointData | undefined;
     if (options.resume) {
       if (cp?.v !== 1 || !cp.root || !cp.data)
@@ -223,7 +221,7 @@ export class Run {
         const onAbort = () => this.cancel('aborted by the host');
         host.addEventListener('abort', onAbort, { once: true });
         // A long-lived host signal must not keep finished runs alive.
-        void this.result.then(() => host.removeEventListener('abort', onAbort));
+        this.unlisten = () => host.removeEventListener('abort', onAbort);
       }
     }
   }
@@ -422,7 +420,8 @@ export class Run {
     const release = this.options.tools?.release(this.runId);
     if (release) release.catch(() => {});
     for (const a of this.acpAgents.values()) a.then((x) => x.close()).catch(() => {});
-    this.resolveResult(r);
+    this.unlisten?.();
+    this.done(r);
   }
 
   cancel(reason?: string): void {
@@ -603,17 +602,20 @@ export class Run {
     if (nodeId !== undefined) this.emitMessage(cx, message, nodeId);
     else this.emit(cx, { type: 'message', message });
     if (this.graph.threads.size > 0) {
-      if (this.graph.threads.has(msg.author)) this.thread(d, msg.author).push(msg.seq);
+      if (this.graph.threads.has(msg.author)) this.addToThread(d, msg.author, msg.seq);
       if (msg.to !== undefined && msg.to !== msg.author && this.graph.threads.has(msg.to))
-        this.thread(d, msg.to).push(msg.seq);
+        this.addToThread(d, msg.to, msg.seq);
     }
     return msg;
   }
 
-  private thread(d: RunData, id: string): number[] {
-    let t = d.threads[id];
-    if (!t) d.threads[id] = t = [];
-    return t;
+  private addToThread(d: RunData, id: string, seq: number): void {
+    const t = d.threads[id];
+    // A short thread is copied rather than pushed onto: a push gives the array room for 17, and
+    // most threads (an agent of a chain: what it was handed, what it said) stay a few seqs long.
+    if (t === undefined) d.threads[id] = [seq];
+    else if (t.length < 8) d.threads[id] = t.concat(seq);
+    else t.push(seq);
   }
 
   addInbox(cx: Ctx, nodeId: string, item: Omit<InboxItem, 'order'>): void {
@@ -1639,7 +1641,7 @@ export class Run {
       d.floors[to] = t.length >= n ? t[t.length - n]!.seq : 0;
     } else d.floors[to] = d.msgSeq + 1;
     const last = d.transcript[d.transcript.length - 1];
-    if (last && this.graph.threads.has(to) && last.author !== to) this.thread(d, to).push(last.seq);
+    if (last && this.graph.threads.has(to) && last.author !== to) this.addToThread(d, to, last.seq);
     let package_ = '';
     if (ctxMode === 'summary') {
       const s = this.summaryFor(cx, from);

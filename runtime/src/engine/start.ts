@@ -15,20 +15,19 @@ import type { RunOptions, RunResult } from './types.js';
 /** `validate` of `@switchboard/nodes`, bound to the default registry. */
 export type Checker = typeof validate;
 
-export interface Started {
-  run: Run | undefined;
-  result: Promise<RunResult>;
-}
-
-/** Builds and starts a run; an unusable flow gives a failed run with one `run.failed` event. */
+/**
+ * Builds and starts a run, which calls `done` with its result; an unusable flow gives no run
+ * (undefined) and a failed result with one `run.failed` event.
+ */
 export function startRun(
   flow: Flow,
   input: unknown,
   options: RunOptions,
   runId: string,
   queue: EventQueue,
+  done: (r: RunResult) => void,
   check?: Checker,
-): Started {
+): Run | undefined {
   let run: Run;
   try {
     if (options.validate !== false) {
@@ -44,7 +43,7 @@ export function startRun(
             .join('; ')}`,
         );
     }
-    run = new Run(flow, input, options, queue, runId);
+    run = new Run(flow, input, options, queue, runId, done);
   } catch (e) {
     const error = errorInfo(
       e instanceof RunFailure ? e : new RunFailure('flow_invalid', (e as Error).message),
@@ -59,15 +58,9 @@ export function startRun(
     options.onEvent?.(ev);
     queue.push(ev);
     queue.close();
-    return {
-      run: undefined,
-      result: Promise.resolve({
-        runId,
-        status: 'failed',
-        error: { code: error.code, message: error.message },
-      }),
-    };
+    done({ runId, status: 'failed', error: { code: error.code, message: error.message } });
+    return undefined;
   }
   void run.start();
-  return { run, result: run.result };
+  return run;
 }
