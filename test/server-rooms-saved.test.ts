@@ -315,6 +315,23 @@ describe('REST writes and open rooms', { timeout: 120_000 }, () => {
     expect(serializeFlow(stored(s, 'simple')!.flow)).toBe(serializeFlow(docToFlow(a.doc)));
   });
 
+  it('a run of a stored flow runs what its editors see, not the last quiet-moment save', async () => {
+    const { s, port, json } = await start();
+    await json('PUT', '/api/flows/simple', simpleFlow());
+    const a = await enter(port, 'simple');
+    setConfig(a.doc, 'writer', 'role', 'Role from the room');
+    await until(() => s.rooms.pending('simple'), 'the edit pending in the room');
+    expect(stored(s, 'simple')!.rev).toBe(1);
+    const started = await json('POST', '/api/runs', { flowId: 'simple', input: 'go' });
+    expect(started.statusCode).toBe(201);
+    // The room was saved before the run was recorded, and the run's spec holds the edit.
+    expect(stored(s, 'simple')!.rev).toBe(2);
+    const runId = started.json().run.id as string;
+    await s.runs.settled(runId);
+    const spec = await s.store.readSpec(runId);
+    expect(writerRole(spec!.flow)).toBe('Role from the room');
+  });
+
   it('an import with overwrite lands in the room; a delete is not undone by the room, but a later edit saves it again', async () => {
     const { s, port, json } = await start();
     await json('PUT', '/api/flows/simple', simpleFlow());

@@ -236,7 +236,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   app.get('/api/health', { schema: { summary: 'Liveness (public)' } }, async () => ({ ok: true }));
   app.get('/api/openapi.json', { schema: { summary: 'This API as OpenAPI 3.1' } }, async () => openapi());
   registerFlowRoutes(app, records, roomStore);
-  registerRunRoutes(app, store, runs);
+  registerRunRoutes(app, store, runs, (id) => roomStore.settle(id));
   app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
     hub.attach(socket);
   });

@@ -61,7 +61,16 @@ export function parseCommand(body: unknown): RunCommand {
   }
 }
 
-export function registerRunRoutes(app: FastifyInstance, store: Store, runs: RunManager): void {
+/**
+ * `settleFlow` saves a co-editing room's pending edits first, so a run of a stored flow runs what
+ * its editors see rather than the last quiet-moment save.
+ */
+export function registerRunRoutes(
+  app: FastifyInstance,
+  store: Store,
+  runs: RunManager,
+  settleFlow: (flowId: string) => Promise<void> = async () => {},
+): void {
   const catalog = store.catalog;
   const getRun = (id: string) => {
     const r = catalog.data.runs[id];
@@ -105,6 +114,7 @@ export function registerRunRoutes(app: FastifyInstance, store: Store, runs: RunM
         throw new HttpError(400, 'bad-request', 'give exactly one of "flowId" and "flow"');
       let base: unknown;
       if (b.flowId !== undefined) {
+        await settleFlow(b.flowId);
         const rec = catalog.data.flows[b.flowId];
         if (!rec) throw new HttpError(404, 'not-found', `no flow ${b.flowId}`);
         base = rec.flow;
