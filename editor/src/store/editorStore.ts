@@ -10,6 +10,7 @@ import { validate } from '@switchboard/nodes';
 import { type Flow, type FlowEdgeT, type FlowNodeT, type Problem, serializeFlow } from '@switchboard/schemas';
 import type { Edge, MarkerType, Node } from '@xyflow/react';
 import * as Y from 'yjs';
+import { type ConcurrentAddWatch, watchConcurrentAdds } from '../collab/concurrentAdds.js';
 import { edgeCaption } from '../model/captions.js';
 import { copyFragment, type FlowFragment, pasteFragment } from '../model/clipboard.js';
 import { defaultHandles, judgeConnection } from '../model/connect.js';
@@ -126,6 +127,8 @@ export class EditorStore {
   private readonly validateDelay: number;
   private clipboard: FlowFragment | undefined;
   private version = 0;
+  /** Re-adds what this editor drew when a co-editor's add took the same id at the same moment. */
+  private adds: ConcurrentAddWatch;
 
   constructor(opts: EditorStoreOptions) {
     this.registry = opts.registry;
@@ -133,6 +136,7 @@ export class EditorStore {
     this.docNow = opts.doc ?? new Y.Doc();
     this.p = parts(this.docNow);
     this.undo_ = this.newUndoManager();
+    this.adds = watchConcurrentAdds(this.docNow);
     this.docNow.on('afterTransaction', this.onTransaction);
     this.rebuildAll();
   }
@@ -154,6 +158,7 @@ export class EditorStore {
   }
 
   dispose(): void {
+    this.adds.dispose();
     this.docNow.off('afterTransaction', this.onTransaction);
     if (this.validateTimer) clearTimeout(this.validateTimer);
     this.undo_.destroy();
@@ -167,9 +172,11 @@ export class EditorStore {
     if (doc === this.docNow) return;
     this.docNow.off('afterTransaction', this.onTransaction);
     this.undo_.destroy();
+    this.adds.dispose();
     this.docNow = doc;
     this.p = parts(doc);
     this.undo_ = this.newUndoManager();
+    this.adds = watchConcurrentAdds(doc);
     doc.on('afterTransaction', this.onTransaction);
     this.ui.clear();
     this.selectedNodes.clear();
