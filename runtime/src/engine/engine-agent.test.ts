@@ -257,8 +257,9 @@ describe('agent: tools', () => {
     const second = requests.filter((r) => r.nodeId === 'a')[1]!;
     const [assistant, toolMsg, err] = second.messages.slice(-3);
     // The history carries the call that ran and its result; nothing of the malformed calls.
-    expect(assistant).toMatchObject({ role: 'assistant' });
-    expect(assistant!.toolCalls!.map((c) => c.id)).toEqual(['c1']);
+    expect(assistant!.role).toBe('assistant');
+    const ran = assistant!.role === 'assistant' ? (assistant!.toolCalls ?? []) : [];
+    expect(ran.map((c) => c.id)).toEqual(['c1']);
     expect(toolMsg).toEqual({ role: 'tool', content: '5', toolCallId: 'c1' });
     expect(JSON.stringify(second.messages)).not.toContain('{\\"x\\": 1, \\"y\\":');
     const body = JSON.parse(err!.content);
