@@ -58,6 +58,11 @@ export interface ModelReply {
 export interface ModelPort {
   readonly name: string;
   complete(call: ModelCall): Promise<ModelReply>;
+  /**
+   * `complete(call).then(then)`, with `then` run in the same reaction that accounts for the
+   * reply: one promise and one microtask fewer per call. Optional; behaviours fall back to `complete`.
+   */
+  completeThen?<T>(call: ModelCall, then: (reply: ModelReply) => T | PromiseLike<T>): Promise<T>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -611,10 +611,10 @@ export class Run {
 
   private addToThread(d: RunData, id: string, seq: number): void {
     const t = d.threads[id];
-    // A short thread is copied rather than pushed onto: a push gives the array room for 17, and
-    // most threads (an agent of a chain: what it was handed, what it said) stay a few seqs long.
+    // Threads of one and two seqs are built whole: a push gives the array room for 17, and most
+    // threads (an agent of a chain: what it was handed, what it said) stay that short.
     if (t === undefined) d.threads[id] = [seq];
-    else if (t.length < 8) d.threads[id] = t.concat(seq);
+    else if (t.length === 1) d.threads[id] = [t[0]!, seq];
     else t.push(seq);
   }
 
@@ -642,21 +642,37 @@ export class Run {
     return p;
   }
 
-  callModel(nc: NodeCtx, name: string, call: ModelCall): Promise<ModelReply> {
+  /** A model call; `then`, when given, runs in the reaction that accounts for the reply (ModelPort.completeThen). */
+  callModel<T = ModelReply>(
+    nc: NodeCtx,
+    name: string,
+    call: ModelCall,
+    then?: (reply: ModelReply) => T | PromiseLike<T>,
+  ): Promise<T> {
     try {
       const g = this.gate(nc.cx);
-      if (g) return g.then(() => this.requestModel(nc, name, call));
-      return this.requestModel(nc, name, call);
+      if (g) return g.then(() => this.requestModel(nc, name, call, then));
+      return this.requestModel(nc, name, call, then);
     } catch (e) {
       return Promise.reject(this.stop ?? e);
     }
   }
 
+  /** A rejected model call fails with the run's stop when there is one (cancelled, over budget). */
+  private readonly rethrowStop = (e: unknown): never => {
+    throw this.stop ?? e;
+  };
+
   /**
    * Not an async function: a model call is made on every agent step, and an async frame (its
    * register file, promise and await closures) costs more than one reaction on the provider's promise.
    */
-  private requestModel(nc: NodeCtx, name: string, call: ModelCall): Promise<ModelReply> {
+  private requestModel<T>(
+    nc: NodeCtx,
+    name: string,
+    call: ModelCall,
+    then: ((reply: ModelReply) => T | PromiseLike<T>) | undefined,
+  ): Promise<T> {
     const cx = nc.cx;
     const provider = this.provider(name, nc.node.id);
     const nodeId = nc.node.id;
@@ -666,12 +682,9 @@ export class Run {
     req.onDelta = (text) => this.emit(cx, { type: 'model.delta', nodeId, text });
     req.onRetry = (i) =>
       this.emit(cx, { type: 'model.retry', nodeId, attempt: i.attempt, delayMs: i.delayMs, cause: i.cause });
-    return provider.complete(req).then(
-      (res) => this.modelReplied(nc, res),
-      (e) => {
-        throw this.stop ?? e;
-      },
-    );
+    const done = provider.complete(req);
+    if (then === undefined) return done.then((res) => this.modelReplied(nc, res) as T, this.rethrowStop);
+    return done.then((res) => then(this.modelReplied(nc, res)), this.rethrowStop);
   }
 
   private modelReplied(nc: NodeCtx, res: ModelReply): ModelReply {
@@ -1877,6 +1890,9 @@ class BoundModel implements ModelPort {
   ) {}
   complete(call: ModelCall): Promise<ModelReply> {
     return this.run.callModel(this.nc, this.name, call);
+  }
+  completeThen<T>(call: ModelCall, then: (reply: ModelReply) => T | PromiseLike<T>): Promise<T> {
+    return this.run.callModel(this.nc, this.name, call, then);
   }
 }
 

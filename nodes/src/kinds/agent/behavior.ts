@@ -410,13 +410,12 @@ export const agentBehavior: FlowBehavior<AgentConfigT> = {
       if (offersTools || cfg.output?.type === 'json') return agentTurn(ctx, model, messages);
       // A plain turn (nothing to offer, a text answer) is one reaction on the model's reply instead
       // of the general turn's async frame: it is every step of a chain of agents (bench gate e).
-      return model
-        .complete({ messages })
-        .then((reply) =>
-          reply.toolCalls.length === 0
-            ? { message: { content: reply.text }, toolCalls: 0 }
-            : agentTurn(ctx, model, messages, reply),
-        );
+      const answered = (reply: ModelReply): StepOutcome | Promise<StepOutcome> =>
+        reply.toolCalls.length === 0
+          ? { message: { content: reply.text }, toolCalls: 0 }
+          : agentTurn(ctx, model, messages, reply);
+      const call = { messages };
+      return model.completeThen ? model.completeThen(call, answered) : model.complete(call).then(answered);
     } catch (e) {
       return Promise.reject(e);
     }
