@@ -276,7 +276,11 @@ describe('tool calls across a crash', () => {
         },
       });
     // A long slice: however slow this machine, the quick turns all run in one go.
-    const s1 = await createServer({ dataDir: dir, editorDir: false, runs: { tools, sliceMs: 60_000 } });
+    const s1 = await createServer({
+      dataDir: dir,
+      editorDir: false,
+      runs: { tools, slice: { ms: 60_000, events: Number.POSITIVE_INFINITY } },
+    });
     const rec = await s1.runs.start({ flow: f, input: 'go', source: 'api' });
     const runDir = join(dir, 'runs', rec.id);
     await until(() => executed.length === 1, 'the call to start');

@@ -55,6 +55,22 @@ describe('WebSocket run events', () => {
     await c.close();
   });
 
+  it('frames built from the log bytes carry any text: newlines, quotes, backslashes, non-ASCII', async () => {
+    const { s, base, wsUrl, origin } = await listening();
+    const c = new EventsClient(wsUrl, origin);
+    await c.open();
+    c.subscribeFlow('odd');
+    await new Promise((r) => setTimeout(r, 50));
+    const text = 'line one\nline "two"\\ \u2028 é 💡 {"type":"x"},\n';
+    const runId = await startRun(base, origin, slowChain('odd', 4, 0, text));
+    await c.until(() => isFinal(c.events.get(runId)?.at(-1), runId), 'the end of the run');
+    await until(() => !s.runs.isLive(runId), 'settled');
+    expect(c.problems).toEqual([]);
+    expect(c.events.get(runId)).toEqual(logOf(s.dir, runId));
+    expect(JSON.stringify(c.events.get(runId))).toContain(JSON.stringify(text).slice(1, -1));
+    await c.close();
+  });
+
   it('subscribes to every run of a flow', async () => {
     const { s, base, wsUrl, origin } = await listening();
     const c = new EventsClient(wsUrl, origin);

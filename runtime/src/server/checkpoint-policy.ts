@@ -1,17 +1,26 @@
 /**
- * Which of a run's checkpoints its host writes. The engine hands one over after every turn and
- * waits for it; serialising the whole run state each time would cost more than the turn itself
- * when turns need no I/O (the state only changes in memory between them). So a checkpoint is
- * written when the run is about to give up the event loop — which is when a crash can find it
- * stopped — and the turns in between are replayed after a crash, as cheaply as they ran:
+ * Which of a run's checkpoints its host writes, and when the run lets the event loop turn.
  *
- *  - the slice is over: the host lets the loop turn right here, with the run parked on it;
+ * The engine hands a checkpoint over after every turn and waits for it; serialising the whole
+ * run state each time would cost more than the turn itself when turns need no I/O (the state
+ * only changes in memory between them). So a checkpoint is written when a crash could find
+ * the run stopped there for a while, and the quick turns in between are replayed after a
+ * crash, as cheaply as they ran:
+ *
  *  - the loop turned since the last one: this run waits for I/O, so each of its turns counts;
  *  - it asked a person or paused since the last one (it is about to wait, maybe for long);
- *  - it called a tool since the last one: every call is journaled against the checkpoint
- *    before it (journaled-tools.ts), so the calls named by one checkpoint all belong to the
- *    one turn that follows the stretch of replayable turns after it;
- *  - it is the first one of this process.
+ *  - it called a tool since the last one: every call is journaled against the last checkpoint
+ *    written (journaled-tools.ts), so the calls named by one checkpoint all belong to the one
+ *    turn that follows the stretch of replayable turns after it;
+ *  - it is the first one of this process;
+ *  - at the end of a slice (below), once the last one written is `replayMs` old — or twenty
+ *    times as old as its serialisation took, so a big state costs a CPU-bound run at most
+ *    about 5% — bounding what a crash replays.
+ *
+ * A run that never waits would hold the event loop to its end: nothing sent, no other run or
+ * socket served. It lets the loop turn at a hand-over once it held it for `ms` or emitted
+ * `events` since the last time: its events go out then, so a client sees them within about
+ * a slice, and the last slice — what is left to deliver when the run ends — stays small.
  */
 import type { RunEvent } from '@switchboard/schemas';
 import { afterPoll, heldMs, loopTurn } from './loop-turn.js';
@@ -23,16 +32,28 @@ export interface CheckpointDecision {
   yield: boolean;
 }
 
+export interface SliceOptions {
+  /** How long a run may hold the event loop before it lets it turn. */
+  ms: number;
+  /** How many events it may emit before it lets the loop turn. */
+  events: number;
+  /** A slice end writes its checkpoint once the last one written is this old (ms). */
+  replayMs: number;
+}
+
 export class CheckpointPolicy {
   private lastTurn = -1;
   private waits = false;
   private called = false;
+  private events = 0;
+  private writtenAt = Number.NEGATIVE_INFINITY;
+  private costMs = 0;
 
-  /** @param sliceMs how long a run may hold the event loop before it lets it turn. */
-  constructor(private readonly sliceMs: number) {}
+  constructor(private readonly o: SliceOptions) {}
 
   /** Sees every event of the run. */
   onEvent(ev: RunEvent): void {
+    this.events++;
     if (ev.type === 'input.requested' || ev.type === 'run.paused') this.waits = true;
   }
 
@@ -41,12 +62,24 @@ export class CheckpointPolicy {
     this.called = true;
   }
 
+  /** How long serialising the last written checkpoint took. */
+  serialised(ms: number): void {
+    this.costMs = ms;
+  }
+
   /** At a hand-over: what to do with it. Resets what it saw since the previous one. */
   decide(): CheckpointDecision & { afterToolCall: boolean } {
     const turn = loopTurn();
-    const slice = heldMs() >= this.sliceMs;
+    const slice = this.events >= this.o.events || heldMs() >= this.o.ms;
     const afterToolCall = this.called;
-    const write = slice || turn !== this.lastTurn || this.waits || afterToolCall;
+    const now = performance.now();
+    const write =
+      turn !== this.lastTurn ||
+      this.waits ||
+      afterToolCall ||
+      (slice && now - this.writtenAt >= Math.max(this.o.replayMs, 20 * this.costMs));
+    if (write) this.writtenAt = now;
+    if (slice) this.events = 0;
     this.lastTurn = turn;
     this.waits = false;
     this.called = false;

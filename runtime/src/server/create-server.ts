@@ -197,7 +197,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     ...options.runs,
     tools,
     store,
-    publish: (runId: string, events: RunEvent[], lines?: string[]) => hub.publish(runId, events, lines),
+    publish: (runId: string, events: RunEvent[], jsonl?: Buffer[]) => hub.publish(runId, events, jsonl),
     logger: app.log,
   });
   hub = new EventHub(

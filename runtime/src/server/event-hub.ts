@@ -4,7 +4,7 @@
  *
  * Events published during one event-loop turn go out as one frame per run, built once and
  * shared by every subscriber (200 subscribers cost one frame); the frame is assembled from
- * the JSON the log already made of each event, so a live event is serialised once in all. A client whose
+ * the bytes the log wrote (JSON lines), so a live event is serialised and encoded once in all. A client whose
  * unsent data passes `maxBuffered` is closed with {@link CLOSE_SLOW} — it resubscribes with
  * its last seq and misses nothing — so a stalled reader never grows the server's memory.
  */
@@ -52,13 +52,32 @@ interface Client {
 interface Pending {
   flowId: string | undefined;
   events: RunEvent[];
-  /** JSON of each event, when every publisher gave it. */
-  lines: string[] | undefined;
+  /** The events as JSON lines, when every publisher gave them. */
+  jsonl: Buffer[] | undefined;
 }
 
-/** `{"type":"events","runId":…,"events":[…]}` from the events' JSON, as JSON.stringify would. */
-function framed(runId: string, lines: string[]): string {
-  return `{"type":"events","runId":${JSON.stringify(runId)},"events":[${lines.join(',')}]}`;
+const NL = 0x0a;
+const COMMA = 0x2c;
+const FRAME_END = Buffer.from(']}');
+
+/**
+ * `{"type":"events","runId":…,"events":[…]}` (UTF-8) from the events' JSON lines: the lines
+ * are copied once and their newlines become commas. JSON.stringify escapes every newline
+ * inside a string, so each newline byte in a JSON line file ends a line.
+ */
+function framed(runId: string, jsonl: Buffer[]): Buffer {
+  const head = Buffer.from(`{"type":"events","runId":${JSON.stringify(runId)},"events":[`);
+  let size = head.length + FRAME_END.length - 1;
+  for (const b of jsonl) size += b.length;
+  const out = Buffer.allocUnsafe(size);
+  head.copy(out, 0);
+  let pos = head.length;
+  for (const b of jsonl) pos += b.copy(out, pos);
+  // The last line's newline is where the closing brackets go.
+  for (let i = out.indexOf(NL, head.length); i !== -1 && i < pos - 1; i = out.indexOf(NL, i + 1))
+    out[i] = COMMA;
+  FRAME_END.copy(out, pos - 1);
+  return out;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
@@ -93,22 +112,22 @@ export class EventHub {
   }
 
   /**
-   * Durable events (with their JSON, `lines[i]` for `events[i]`, when the caller has it); sent
-   * once the current callback is done. A run's group commit publishes at most once per
+   * Durable events (with their bytes as written, one JSON line each, when the caller has
+   * them); sent once the current callback is done. A run's group commit publishes at most once per
    * event-loop turn, so that is one frame per run per turn — and it goes out in the same turn
    * as the write that made it durable, not after whatever the loop runs next (say, the run's
    * next slice).
    */
-  publish(runId: string, events: RunEvent[], lines?: string[]): void {
+  publish(runId: string, events: RunEvent[], jsonl?: Buffer[]): void {
     if (events.length === 0) return;
     let p = this.pending.get(runId);
     if (!p) {
-      p = { flowId: this.source.flowOf(runId), events: [], lines: [] };
+      p = { flowId: this.source.flowOf(runId), events: [], jsonl: [] };
       this.pending.set(runId, p);
     }
     for (const e of events) p.events.push(e);
-    if (lines && p.lines) for (const l of lines) p.lines.push(l);
-    else p.lines = undefined;
+    if (jsonl && p.jsonl) for (const b of jsonl) p.jsonl.push(b);
+    else p.jsonl = undefined;
     if (!this.scheduled) {
       this.scheduled = true;
       queueMicrotask(() => this.flush());
@@ -120,26 +139,25 @@ export class EventHub {
     this.scheduled = false;
     const batches = this.pending;
     this.pending = new Map();
-    for (const [runId, { flowId, events, lines }] of batches) {
+    for (const [runId, { flowId, events, jsonl }] of batches) {
       const targets = new Set<Client>(this.byRun.get(runId));
       if (flowId !== undefined) for (const c of this.byFlow.get(flowId) ?? []) targets.add(c);
       if (targets.size === 0) continue;
-      let shared: string | undefined;
+      let shared: Buffer | string | undefined;
       const last = events.at(-1)!.seq;
       for (const c of targets) {
         if (c.closing || c.catching.has(runId)) continue;
         const sent = c.sent.get(runId) ?? 0;
         if (sent >= last) continue;
-        let frame: string;
+        let frame: Buffer | string;
         if (sent < events[0]!.seq) {
-          shared ??= lines ? framed(runId, lines) : JSON.stringify({ type: 'events', runId, events });
+          shared ??= jsonl ? framed(runId, jsonl) : JSON.stringify({ type: 'events', runId, events });
           frame = shared;
         } else {
-          // Seqs in a batch are contiguous: the unsent ones are a suffix.
+          // Seqs in a batch are contiguous: the unsent ones are a suffix (rare: a client that
+          // caught up into this batch).
           const from = sent - events[0]!.seq + 1;
-          frame = lines
-            ? framed(runId, lines.slice(from))
-            : JSON.stringify({ type: 'events', runId, events: events.slice(from) });
+          frame = JSON.stringify({ type: 'events', runId, events: events.slice(from) });
         }
         c.sent.set(runId, last);
         this.send(c, frame, events.length);
@@ -147,7 +165,7 @@ export class EventHub {
     }
   }
 
-  private send(c: Client, frame: string, n: number): void {
+  private send(c: Client, frame: Buffer | string, n: number): void {
     if (c.closing) return;
     if (c.ws.bufferedAmount + frame.length > this.maxBuffered) {
       this.stats.slowClosed++;
@@ -156,7 +174,8 @@ export class EventHub {
     }
     this.stats.frames++;
     this.stats.events += n;
-    c.ws.send(frame);
+    // A text frame either way (ws sends a Buffer as binary unless told).
+    c.ws.send(frame, { binary: false });
   }
 
   private reply(c: Client, msg: Record<string, unknown>): void {

@@ -28,7 +28,7 @@ import type { RunSpec } from '../store/run-files.js';
 import type { Store } from '../store/store.js';
 import type { ToolJournal } from '../store/tool-journal.js';
 import type { ToolHost } from '../tools/types.js';
-import { CheckpointPolicy } from './checkpoint-policy.js';
+import { CheckpointPolicy, type SliceOptions } from './checkpoint-policy.js';
 import { type JournalState, journaledTools, journalState } from './journaled-tools.js';
 import { afterPoll } from './loop-turn.js';
 
@@ -44,8 +44,8 @@ const RESOLVED = Promise.resolve();
 
 export interface RunManagerOptions {
   store: Store;
-  /** Receives each batch of events once it is durable, with each event's JSON. */
-  publish?: (runId: string, events: RunEvent[], lines?: string[]) => void;
+  /** Receives each batch of events once it is durable, with their bytes as written (JSON lines). */
+  publish?: (runId: string, events: RunEvent[], jsonl?: Buffer[]) => void;
   /** The interpreter; loaded lazily from ../engine/index.js by default. */
   runFlow?: RunFlow;
   models?: RunOptions['models'];
@@ -55,13 +55,17 @@ export interface RunManagerOptions {
   humanInput?: 'wait' | 'fail';
   env?: Record<string, string | undefined>;
   logger?: Logger;
-  /**
-   * How long a run may hold the event loop before its checkpoint lets the loop turn: short
-   * enough that its events reach clients within about a millisecond, long enough that a
-   * CPU-bound run pays few turns. Default 1 ms.
-   */
-  sliceMs?: number;
+  /** When a run that never waits lets the event loop turn, and writes a checkpoint then. */
+  slice?: Partial<SliceOptions>;
 }
+
+/**
+ * A slice of 1 ms or 256 events: a client gets events within about that (the last slice of
+ * a run, delivered after its end, parses in well under a millisecond), and a CPU-bound run
+ * pays a few writes and frames per run rather than per turn. A crash replays at most 5 ms
+ * of such turns.
+ */
+const SLICE: SliceOptions = { ms: 1, events: 256, replayMs: 5 };
 
 export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
 
@@ -235,7 +239,7 @@ export class RunManager {
     const { log, commit } = this.store.openLog(runId);
     const journal = this.store.openJournal(runId);
     const js = journalState(journal, cp?.seq);
-    const policy = new CheckpointPolicy(this.o.sliceMs ?? 1);
+    const policy = new CheckpointPolicy({ ...SLICE, ...this.o.slice });
     // A tool call is journaled against the last checkpoint written, once that one is durable.
     js.durable = () => commit.durable();
     js.onCall = () => policy.onToolCall();
@@ -276,11 +280,13 @@ export class RunManager {
       // The replayed turn that called tools is over; what it did not match is not replayed later.
       if (d.afterToolCall) js.replay = [];
       if (d.write) {
+        const t = performance.now();
         try {
           commit.checkpoint(c);
         } catch (e) {
           return Promise.reject(e);
         }
+        policy.serialised(performance.now() - t);
         js.checkpointSeq = c.seq;
       }
       // The index is not written per turn: the log is the truth for lastSeq and counters.
@@ -328,7 +334,7 @@ export class RunManager {
   /** Publishes a run's events once durable, and reports a store that can no longer write. */
   private watch(runId: string, commit: GroupCommit): void {
     const publish = this.o.publish;
-    commit.onDurable = publish ? (events, lines) => publish(runId, events, lines) : undefined;
+    commit.onDurable = publish ? (events, jsonl) => publish(runId, events, jsonl) : undefined;
     commit.onError = (e) =>
       this.log.error({ runId, file: commit.log.file, err: e.message }, 'run log cannot be written');
   }

@@ -93,15 +93,23 @@ export function scanEventLog(file: string, runId?: string): ScanResult {
 
 const fdatasyncAsync = promisify(fdatasync);
 
-const NONE: { events: RunEvent[]; lines: string[] } = { events: [], lines: [] };
+/** Events that just became durable, and their bytes as written: one JSON line per event. */
+export interface DurableBatch {
+  events: RunEvent[];
+  jsonl: Buffer[];
+}
+
+const NONE: DurableBatch = { events: [], jsonl: [] };
 
 export class EventLog {
   private fd: number;
   private closed = false;
   /** Every event of the run in seq order, for catch-up reads while the log is open. */
   readonly events: RunEvent[];
-  /** JSON of the events not yet durable: `lines[i]` is `events[durableCount + i]`. */
-  private lines: string[] = [];
+  /** JSON of the appended events not yet written. */
+  private pending: string[] = [];
+  /** Writes not yet durable: their bytes, and the count of events up to their end. */
+  private chunks: Array<{ end: number; bytes: Buffer }> = [];
   /** How many of `events` were handed to the OS. */
   private writtenCount: number;
   /** How many of `events` are durable; reads never see more. */
@@ -158,22 +166,21 @@ export class EventLog {
   append(event: RunEvent): void {
     if (this.closed) throw new StoreError('io', `append to closed log ${this.file}`, this.file);
     this.events.push(event);
-    this.lines.push(JSON.stringify(event));
+    this.pending.push(JSON.stringify(event));
   }
 
-  /** Hands the appended events to the OS in one write; false when there was nothing new. */
+  /**
+   * Hands the appended events to the OS in one write; false when there was nothing new. The
+   * bytes are kept until they are durable: the WebSocket frames are made of them.
+   */
   write(): boolean {
     const n = this.events.length;
     if (n === this.writtenCount || this.closed) return false;
-    const from = this.writtenCount - this.durableCount;
-    const text = `${(from === 0 ? this.lines : this.lines.slice(from)).join('\n')}\n`;
-    // One write of the string (no Buffer copy); a short write (disk full…) finishes byte-wise.
-    const wrote = writeSync(this.fd, text);
-    if (wrote !== Buffer.byteLength(text)) {
-      const buf = Buffer.from(text);
-      let off = wrote;
-      while (off < buf.length) off += writeSync(this.fd, buf, off);
-    }
+    const bytes = Buffer.from(`${this.pending.join('\n')}\n`);
+    let off = 0;
+    while (off < bytes.length) off += writeSync(this.fd, bytes, off);
+    this.pending = [];
+    this.chunks.push({ end: n, bytes });
     this.writtenCount = n;
     this.dirty = true;
     return true;
@@ -195,16 +202,17 @@ export class EventLog {
   }
 
   /**
-   * Declares the first `count` events durable (they were written, and synced when the store
-   * syncs) and returns the ones that just became so, with their JSON.
+   * Declares the events of the writes that ended by event `count` durable (they were written,
+   * and synced when the store syncs) and returns the ones that just became so, with the bytes.
    */
-  markDurable(count = this.writtenCount): { events: RunEvent[]; lines: string[] } {
-    const n = Math.min(count, this.writtenCount) - this.durableCount;
-    if (n <= 0) return NONE;
-    const events = this.events.slice(this.durableCount, this.durableCount + n);
-    const lines = this.lines.splice(0, n);
-    this.durableCount += n;
-    return { events, lines };
+  markDurable(count = this.writtenCount): DurableBatch {
+    let k = 0;
+    while (k < this.chunks.length && this.chunks[k]!.end <= count) k++;
+    if (k === 0) return NONE;
+    const done = this.chunks.splice(0, k);
+    const events = this.events.slice(this.durableCount, done[k - 1]!.end);
+    this.durableCount = done[k - 1]!.end;
+    return { events, jsonl: done.map((c) => c.bytes) };
   }
 
   /** Durable events with seq > after, at most `limit`. */

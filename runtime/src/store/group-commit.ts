@@ -29,8 +29,8 @@ interface Waiter {
 }
 
 export class GroupCommit {
-  /** Receives the events that just became durable, with their JSON (one line each). */
-  onDurable?: (events: RunEvent[], lines: string[]) => void;
+  /** Receives the events that just became durable, with their bytes as written (JSON lines). */
+  onDurable?: (events: RunEvent[], jsonl: Buffer[]) => void;
   /** Told once when a write or sync fails; nothing is durable after that. */
   onError?: (e: Error) => void;
   private failure: Error | undefined;
@@ -87,8 +87,11 @@ export class GroupCommit {
     if (this.scheduled) this.flush();
   };
 
-  /** Hands everything pending to the OS now (log, then checkpoint) and starts its sync. */
-  flush(): void {
+  /**
+   * Hands everything pending to the OS now (log, then checkpoint) and starts its sync; the
+   * `last` flush of a run starts its sync at once, however many are running.
+   */
+  flush(last = false): void {
     this.scheduled = false;
     if (this.closed || this.failure) return;
     try {
@@ -107,12 +110,12 @@ export class GroupCommit {
       return;
     }
     this.flushedGen++;
-    if (this.fsync) this.sync();
+    if (this.fsync) this.sync(last);
     else this.reached(this.flushedGen, this.log.written);
   }
 
-  private sync(): void {
-    if (this.inFlight >= MAX_SYNCS) {
+  private sync(last = false): void {
+    if (this.inFlight >= MAX_SYNCS && !last) {
       this.resync = true;
       return;
     }
@@ -123,7 +126,10 @@ export class GroupCommit {
     const count = this.log.written;
     const cp = this.cpWritten;
     this.inFlight++;
-    const p = Promise.all([this.log.sync(), this.checkpoints?.sync()]).then(
+    // Events count once the log is synced; the checkpoint file's sync (for `durable()`) may
+    // finish later without holding them back.
+    const logSynced = this.log.sync().then(() => this.eventsReached(count));
+    const p = Promise.all([logSynced, this.checkpoints?.sync()]).then(
       () => {
         this.inFlight--;
         if (gen > this.durableGen) {
@@ -144,11 +150,17 @@ export class GroupCommit {
     void p.finally(() => this.syncs.delete(p));
   }
 
-  /** Flush `gen` (the first `count` events) is durable. */
+  /** The first `count` events are durable: readable, and passed on. */
+  private eventsReached(count: number): void {
+    if (this.failure) return;
+    const { events, jsonl } = this.log.markDurable(count);
+    if (events.length > 0) this.onDurable?.(events, jsonl);
+  }
+
+  /** Flush `gen` (log and checkpoint, the first `count` events) is durable. */
   private reached(gen: number, count: number): void {
     this.durableGen = gen;
-    const { events, lines } = this.log.markDurable(count);
-    if (events.length > 0) this.onDurable?.(events, lines);
+    this.eventsReached(count);
     if (this.waiters.length === 0) return;
     const still: Waiter[] = [];
     for (const w of this.waiters) {
@@ -176,7 +188,7 @@ export class GroupCommit {
   /** Flushes, waits until it is durable, and closes both files. */
   async close(): Promise<void> {
     if (this.closed) return;
-    this.flush();
+    this.flush(true);
     this.closed = true;
     try {
       await this.durable();

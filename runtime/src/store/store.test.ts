@@ -228,9 +228,10 @@ describe('event logs', () => {
       const store = await Store.open(join(dir, durability), { durability });
       const { log, commit } = store.openLog('r');
       const batches: number[] = [];
-      commit.onDurable = (events, lines) => {
+      commit.onDurable = (events, jsonl) => {
         batches.push(events.length);
-        expect(lines).toEqual(events.map((e) => JSON.stringify(e)));
+        // The bytes as written: one JSON line per event, reused for the WebSocket frames.
+        expect(Buffer.concat(jsonl).toString()).toBe(events.map((e) => `${JSON.stringify(e)}\n`).join(''));
       };
       const file = join(store.runDir('r'), 'events.jsonl');
       const cpFile = join(store.runDir('r'), 'checkpoints.jsonl');
