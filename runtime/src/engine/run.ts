@@ -1018,7 +1018,39 @@ export class Run {
         await this.enterTeam(cx, cur, node, undefined);
         continue;
       }
-      const outcome = await this.step(cx, cur, node);
+      let outcome: Outcome | Failed;
+      if (
+        (this.breakpoints.size > 0 && this.breakpoints.has(node.id)) ||
+        (node.role === 'agent' && node.observers.length > 0)
+      )
+        outcome = await this.execute(cx, cur, node);
+      else {
+        // A plain step (no breakpoint, no observers), as execute() runs it, inline: an async
+        // frame of its own, or a reaction between the turn and this loop, costs every step of
+        // every run (bench gate e).
+        const beh = this.flowBehavior(node);
+        const turn = this.beginNode(cx, node);
+        const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
+        let o: Outcome | undefined;
+        let failed: Failed | undefined;
+        for (let attempt = 1; ; attempt++) {
+          try {
+            o = await beh.run(nc);
+            if (this.stop) throw this.stop;
+            break;
+          } catch (e) {
+            failed = this.failedAttempt(cx, nc, e, attempt, turn);
+            if (failed) break;
+            nc.resetTurn();
+          }
+        }
+        if (failed) outcome = failed;
+        else {
+          this.commitTurn(cx, cur, nc, o!, turn);
+          this.nodeCompleted(cx, node, o!);
+          outcome = o!;
+        }
+      }
       if (isFailed(outcome)) {
         await this.onFailure(cx, cur, node, outcome.failed);
         continue;
@@ -1161,57 +1193,6 @@ export class Run {
     if (e.config.branch !== undefined) c.branch = e.config.branch;
     if (e.config.escalation) c.escalation = true;
     return c;
-  }
-
-  /**
-   * Runs one node, as execute() does. Most steps (no breakpoint, no observers) take this path of
-   * plain promise reactions: an async frame per step costs its register file, its promise and
-   * the closures of every await, for every step of every run at once (bench gate e).
-   */
-  private step(cx: Ctx, cur: Cursor, node: GNode): Promise<Outcome | Failed> {
-    if (
-      (this.breakpoints.size > 0 && this.breakpoints.has(node.id)) ||
-      (node.role === 'agent' && node.observers.length > 0)
-    )
-      return this.execute(cx, cur, node);
-    try {
-      const beh = this.flowBehavior(node);
-      const turn = this.beginNode(cx, node);
-      const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
-      return this.attempt(cx, cur, beh, nc, turn, 1);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-  }
-
-  private attempt(
-    cx: Ctx,
-    cur: Cursor,
-    beh: FlowBehavior,
-    nc: NodeCtx,
-    turn: number,
-    attempt: number,
-  ): Promise<Outcome | Failed> {
-    let turnDone: Promise<Outcome>;
-    try {
-      turnDone = Promise.resolve(beh.run(nc));
-    } catch (e) {
-      turnDone = Promise.reject(e);
-    }
-    return turnDone.then(
-      (o) => {
-        if (this.stop) throw this.stop;
-        this.commitTurn(cx, cur, nc, o, turn);
-        this.nodeCompleted(cx, nc.node, o);
-        return o;
-      },
-      (e) => {
-        const failed = this.failedAttempt(cx, nc, e, attempt, turn);
-        if (failed) return failed;
-        nc.resetTurn();
-        return this.attempt(cx, cur, beh, nc, turn, attempt + 1);
-      },
-    );
   }
 
   /** The behaviour that runs a node on the control path. */
