@@ -23,7 +23,7 @@
  * a slice, and the last slice — what is left to deliver when the run ends — stays small.
  */
 import type { RunEvent } from '@switchboard/schemas';
-import { afterPoll, heldMs, loopTurn } from './loop-turn.js';
+import { afterPoll, loopTurn, loopTurnStart } from './loop-turn.js';
 
 export interface CheckpointDecision {
   /** Serialise and write this checkpoint. */
@@ -70,9 +70,9 @@ export class CheckpointPolicy {
   /** At a hand-over: what to do with it. Resets what it saw since the previous one. */
   decide(): CheckpointDecision & { afterToolCall: boolean } {
     const turn = loopTurn();
-    const slice = this.events >= this.o.events || heldMs() >= this.o.ms;
-    const afterToolCall = this.called;
     const now = performance.now();
+    const slice = this.events >= this.o.events || now - loopTurnStart() >= this.o.ms;
+    const afterToolCall = this.called;
     const write =
       turn !== this.lastTurn ||
       this.waits ||

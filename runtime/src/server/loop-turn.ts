@@ -29,10 +29,10 @@ export function loopTurn(): number {
   return turn;
 }
 
-/** Milliseconds since this turn of the event loop was first asked about. */
-export function heldMs(): number {
+/** When (performance.now()) this turn of the event loop was first asked about. */
+export function loopTurnStart(): number {
   mark();
-  return performance.now() - start;
+  return start;
 }
 
 /**

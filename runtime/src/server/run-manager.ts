@@ -60,12 +60,12 @@ export interface RunManagerOptions {
 }
 
 /**
- * A slice of 1 ms or 256 events: a client gets events within about that (the last slice of
- * a run, delivered after its end, parses in well under a millisecond), and a CPU-bound run
- * pays a few writes and frames per run rather than per turn. A crash replays at most 5 ms
- * of such turns.
+ * A slice of 1 ms or 160 events: a client gets events within about that, the last slice of a
+ * run (what is left to deliver when it ends) is written, sent and parsed in well under a
+ * millisecond, and a CPU-bound run pays a few writes and frames per run rather than one per
+ * turn. A crash replays at most 5 ms of such turns.
  */
-const SLICE: SliceOptions = { ms: 1, events: 256, replayMs: 5 };
+const SLICE: SliceOptions = { ms: 1, events: 160, replayMs: 5 };
 
 export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
 

@@ -2,8 +2,8 @@
  * One append-only JSON-lines event log per run: the file and the run's events in memory. It
  * does not decide when to write — the run's group commit (group-commit.ts) does: appended
  * events reach the file in one `write` on an O_APPEND descriptor per call of `write()`, so an
- * append costs the same at event 10 and event 10,000, and each event is serialised once (its
- * JSON is kept until it is durable, so the WebSocket frames reuse it).
+ * append costs the same at event 10 and event 10,000, and each event is serialised and
+ * encoded once (the bytes are kept until they are durable: the WebSocket frames reuse them).
  *
  * Readers see only durable events (`after`), so nothing is served before it is on disk in the
  * store's durability mode.
@@ -106,8 +106,6 @@ export class EventLog {
   private closed = false;
   /** Every event of the run in seq order, for catch-up reads while the log is open. */
   readonly events: RunEvent[];
-  /** JSON of the appended events not yet written. */
-  private pending: string[] = [];
   /** Writes not yet durable: their bytes, and the count of events up to their end. */
   private chunks: Array<{ end: number; bytes: Buffer }> = [];
   /** How many of `events` were handed to the OS. */
@@ -162,24 +160,28 @@ export class EventLog {
     return this.writtenCount;
   }
 
-  /** Keeps an event; it reaches the file at the next `write()`. */
+  /** Keeps an event; it is serialised and reaches the file at the next `write()`. */
   append(event: RunEvent): void {
     if (this.closed) throw new StoreError('io', `append to closed log ${this.file}`, this.file);
     this.events.push(event);
-    this.pending.push(JSON.stringify(event));
   }
 
   /**
    * Hands the appended events to the OS in one write; false when there was nothing new. The
    * bytes are kept until they are durable: the WebSocket frames are made of them.
+   *
+   * Events are serialised here, in one tight loop per write, not one by one as they come
+   * between the engine's steps (which costs more): an event is handed over whole and never
+   * changed after (reads of the log in memory rely on that too).
    */
   write(): boolean {
     const n = this.events.length;
     if (n === this.writtenCount || this.closed) return false;
-    const bytes = Buffer.from(`${this.pending.join('\n')}\n`);
+    let text = '';
+    for (let i = this.writtenCount; i < n; i++) text += `${JSON.stringify(this.events[i])}\n`;
+    const bytes = Buffer.from(text);
     let off = 0;
     while (off < bytes.length) off += writeSync(this.fd, bytes, off);
-    this.pending = [];
     this.chunks.push({ end: n, bytes });
     this.writtenCount = n;
     this.dirty = true;
