@@ -1,5 +1,5 @@
 export { evaluateCondition, readPath } from './condition.js';
-export { firstAfter, memoryView, messagesToSummarize, type ViewOptions } from './memory.js';
+export { firstAfter, memoryView, messagesToSummarize, threadView, type ViewOptions } from './memory.js';
 export { asText, getPath } from './path.js';
 export { boundedTest, MAX_MATCH_INPUT, MAX_PATTERN_LENGTH, safeRegex, UnsafePatternError } from './regex.js';
 export { renderTemplate, templateFields } from './template.js';

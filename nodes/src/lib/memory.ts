@@ -26,27 +26,33 @@ export function firstAfter(transcript: readonly Message[], after: number): numbe
   return lo;
 }
 
+/** The `thread` policy: the messages of a thread (seqs), from `floor` on. */
+export function threadView(
+  transcript: readonly Message[],
+  thread: readonly number[],
+  floor: number,
+): readonly Message[] {
+  // At most one message per seq: sized once, trimmed to what was found.
+  const out = new Array<Message>(thread.length);
+  let n = 0;
+  for (let k = 0; k < thread.length; k++) {
+    const seq = thread[k]!;
+    if (seq < floor) continue;
+    const i = firstAfter(transcript, seq - 1);
+    const m = transcript[i];
+    if (m && m.seq === seq) out[n++] = m;
+  }
+  if (n < out.length) out.length = n;
+  return out;
+}
+
 export function memoryView(
   transcript: readonly Message[],
   memory: MemoryPolicy,
   opts: ViewOptions,
 ): readonly Message[] {
   const floor = opts.floor ?? 0;
-  if (memory === 'thread') {
-    const thread = opts.thread ?? [];
-    // At most one message per seq: sized once, trimmed to what was found.
-    const out = new Array<Message>(thread.length);
-    let n = 0;
-    for (let k = 0; k < thread.length; k++) {
-      const seq = thread[k]!;
-      if (seq < floor) continue;
-      const i = firstAfter(transcript, seq - 1);
-      const m = transcript[i];
-      if (m && m.seq === seq) out[n++] = m;
-    }
-    out.length = n;
-    return out;
-  }
+  if (memory === 'thread') return threadView(transcript, opts.thread ?? [], floor);
   let after = floor - 1;
   if (memory === 'summary' && opts.summary && opts.summary.coversSeq > after) after = opts.summary.coversSeq;
   const i = firstAfter(transcript, after);

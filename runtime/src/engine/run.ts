@@ -40,6 +40,7 @@ import {
   type TeamBehavior,
   type TeamContext,
   type ToolPort,
+  threadView,
 } from '@switchboard/nodes/core';
 import type { EventError, Flow, RunEvent } from '@switchboard/schemas';
 import { defaultModelFactory } from '../models/factory.js';
@@ -111,6 +112,7 @@ function ownSet(t: ReadonlySet<string>): Set<string> {
   return t === NO_NAMES ? new Set() : (t as Set<string>);
 }
 const NO_ITEMS: readonly InboxItem[] = [];
+const NO_SEQS: readonly number[] = [];
 
 function emptyUsage() {
   return { turns: 0, promptTokens: 0, completionTokens: 0 };
@@ -1964,10 +1966,10 @@ export class NodeCtx implements NodeContext {
   view(memory: MemoryPolicy): readonly Message[] {
     const d = this.cx.data;
     const id = this.node.id;
+    if (memory === 'thread') return threadView(d.transcript, d.threads[id] ?? NO_SEQS, d.floors[id] ?? 0);
     const opts: Parameters<typeof memoryView>[2] = { nodeId: id };
     const floor = d.floors[id];
     if (floor !== undefined) opts.floor = floor;
-    if (memory === 'thread') opts.thread = d.threads[id] ?? [];
     if (memory === 'summary') {
       const s = this.summary();
       if (s) opts.summary = s;
