@@ -96,6 +96,7 @@ function isFailed(o: Outcome | Failed): o is Failed {
 const NO_TOOLS: Promise<ToolPort[]> = Promise.resolve([]);
 const NO_BUDGETS: NonNullable<RunOptions['budgets']> = {};
 const SETTLED: Promise<void> = Promise.resolve();
+const SYSTEM_CLOCK: { now(): number } = { now: Date.now };
 
 // The tables most runs never fill (breakpoints, early answers, waiting humans, tool and ACP
 // handles) share one empty instance until their first entry: an empty Map costs ~270 bytes,
@@ -169,7 +170,7 @@ export class Run {
 
     this.graph = compileFlow(flow, this.registry);
     this.now = options.now ?? Date.now;
-    this.clock = { now: this.now };
+    this.clock = options.now ? { now: options.now } : SYSTEM_CLOCK;
     this.runId = runId;
     // Merged only when both set budgets: a run usually has no budgets of its own.
     const fb = flow.budgets;
@@ -372,9 +373,14 @@ export class Run {
   // -------------------------------------------------------------------------------------------
   // Lifecycle
 
-  async start(): Promise<void> {
+  /**
+   * Runs the run to its end. Not an async function: its frame and its await would last the
+   * whole run, and a process running many runs at once starts them all together (bench gate e).
+   */
+  start(): Promise<void> {
     this.status = 'running';
     const cx = this.top;
+    let driven: Promise<void>;
     try {
       if (this.options.resume) this.emit(cx, { type: 'run.resumed', fromCheckpoint: true });
       else {
@@ -388,27 +394,46 @@ export class Run {
         );
         (this.timer as { unref?: () => void }).unref?.();
       }
-      await this.drive(cx, this.root);
-      if (this.stop) throw this.stop;
-      const d = cx.data;
-      const last = d.transcript[d.transcript.length - 1];
-      const output = d.hasOutput ? d.output : last ? (last.json ?? last.content) : '';
-      this.emit(cx, { type: 'run.completed', output: output as never });
-      this.finish({ runId: this.runId, status: 'completed', output });
+      driven = this.drive(cx, this.root);
     } catch (e) {
-      const stop = this.stop ?? e;
-      if (stop instanceof Cancelled) {
-        this.finish({ runId: this.runId, status: 'cancelled' });
-        return;
+      try {
+        this.endedBy(cx, e);
+      } catch (e2) {
+        return Promise.reject(e2);
       }
-      const error = errorInfo(stop);
-      this.emit(cx, { type: 'run.failed', error });
-      this.finish({
-        runId: this.runId,
-        status: 'failed',
-        error: { code: error.code, message: error.message },
-      });
+      return SETTLED;
     }
+    return driven.then(
+      () => {
+        try {
+          if (this.stop) throw this.stop;
+          const d = cx.data;
+          const last = d.transcript[d.transcript.length - 1];
+          const output = d.hasOutput ? d.output : last ? (last.json ?? last.content) : '';
+          this.emit(cx, { type: 'run.completed', output: output as never });
+          this.finish({ runId: this.runId, status: 'completed', output });
+        } catch (e) {
+          this.endedBy(cx, e);
+        }
+      },
+      (e) => this.endedBy(cx, e),
+    );
+  }
+
+  /** The run ends on an error: cancelled, or failed. */
+  private endedBy(cx: Ctx, e: unknown): void {
+    const stop = this.stop ?? e;
+    if (stop instanceof Cancelled) {
+      this.finish({ runId: this.runId, status: 'cancelled' });
+      return;
+    }
+    const error = errorInfo(stop);
+    this.emit(cx, { type: 'run.failed', error });
+    this.finish({
+      runId: this.runId,
+      status: 'failed',
+      error: { code: error.code, message: error.message },
+    });
   }
 
   private finish(r: RunResult): void {
