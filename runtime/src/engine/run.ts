@@ -19,6 +19,7 @@ import {
   type Counters,
   defaultRegistry,
   type FlowBehavior,
+  firstAfter,
   getPath,
   INBOX_PRIORITY,
   type InboxItem,
@@ -1171,7 +1172,9 @@ export class Run {
     const parts: string[] = [];
     const values: unknown[] = [];
     for (const b of fork.branches) {
-      const m = b.lastSeq !== undefined ? d.transcript.find((x) => x.seq === b.lastSeq) : undefined;
+      // Seqs are increasing: a search, not a scan per branch (100 branches, hundreds of messages).
+      const at = b.lastSeq !== undefined ? d.transcript[firstAfter(d.transcript, b.lastSeq - 1)] : undefined;
+      const m = at !== undefined && at.seq === b.lastSeq ? at : undefined;
       values.push(m ? (m.json ?? m.content) : null);
       parts.push(m ? `[${m.author}] ${m.content}` : '[no result]');
     }
