@@ -1,8 +1,8 @@
 /**
  * Server benchmarks (`pnpm bench:server`): WebSocket event latency and throughput to 50
- * clients, event-log append cost with and without the per-turn fsync (and whether it grows
- * with the log), a chain of 100 streamed to a loopback client against a plain `ws` reference
- * that coalesces the same way, and fastify routes against a bare `http` server.
+ * clients, what a run pays per logged event with and without fsync (and whether it grows with
+ * the log), a chain of 100 streamed to a loopback client against a plain `ws` reference that
+ * coalesces the same way, and fastify routes against a bare `http` server.
  * Figures print as a table and are written to results.json next to this file.
  */
 import { spawn } from 'node:child_process';
@@ -159,8 +159,8 @@ async function logAppendBench(): Promise<void> {
 async function chainVsReference(): Promise<void> {
   const STEPS = 100;
   const flow: Flow = { ...chain(STEPS), id: 'chain', name: 'chain' };
-  const warmup = 2;
-  const reps = 11;
+  const warmup = 3;
+  const reps = 21;
 
   // Reference: the engine's events batched per event-loop turn and sent over a bare ws server.
   const referenceOnce = async (): Promise<{ perStep: number; lag: number }> => {

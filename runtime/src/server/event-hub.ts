@@ -2,11 +2,13 @@
  * Live run events over WebSocket. A client subscribes to one run or to every run of a flow,
  * with the last seq it has; it gets everything after that from the log, in order, then live.
  *
- * Events published during one event-loop turn go out as one frame per run, built once and
- * shared by every subscriber (200 subscribers cost one frame); the frame is assembled from
- * the bytes the log wrote (JSON lines), so a live event is serialised and encoded once in all. A client whose
+ * Events published during one event-loop turn go out as one frame per run (a few, split at
+ * the run's writes, when they pass a quarter of `maxBuffered`), built once and shared by
+ * every subscriber (200 subscribers cost one frame); frames are assembled from the bytes the
+ * log wrote (JSON lines), so a live event is serialised and encoded once in all. A client whose
  * unsent data passes `maxBuffered` is closed with {@link CLOSE_SLOW} — it resubscribes with
- * its last seq and misses nothing — so a stalled reader never grows the server's memory.
+ * its last seq and misses nothing — so a stalled reader never grows the server's memory by
+ * more than that and one batch.
  */
 import type { RunEvent } from '@switchboard/schemas';
 import type { WebSocket } from 'ws';
@@ -60,24 +62,45 @@ const NL = 0x0a;
 const COMMA = 0x2c;
 const FRAME_END = Buffer.from(']}');
 
+interface Frame {
+  data: Buffer | string;
+  /** Events in it, and the seq of its last one. */
+  n: number;
+  last: number;
+}
+
 /**
- * `{"type":"events","runId":…,"events":[…]}` (UTF-8) from the events' JSON lines: the lines
- * are copied once and their newlines become commas. JSON.stringify escapes every newline
- * inside a string, so each newline byte in a JSON line file ends a line.
+ * `{"type":"events","runId":…,"events":[…]}` frames (UTF-8) from the events' JSON lines, as
+ * written by the log: the lines are copied once and their newlines become commas (JSON
+ * escapes every newline inside a string, so each newline byte ends a line). A batch bigger
+ * than `budget` bytes becomes several frames, split between writes, so that no single frame
+ * can exceed what a reader that keeps up may have unsent.
  */
-function framed(runId: string, jsonl: Buffer[]): Buffer {
+function framesOf(runId: string, jsonl: Buffer[], events: RunEvent[], budget: number): Frame[] {
   const head = Buffer.from(`{"type":"events","runId":${JSON.stringify(runId)},"events":[`);
-  let size = head.length + FRAME_END.length - 1;
-  for (const b of jsonl) size += b.length;
-  const out = Buffer.allocUnsafe(size);
-  head.copy(out, 0);
-  let pos = head.length;
-  for (const b of jsonl) pos += b.copy(out, pos);
-  // The last line's newline is where the closing brackets go.
-  for (let i = out.indexOf(NL, head.length); i !== -1 && i < pos - 1; i = out.indexOf(NL, i + 1))
-    out[i] = COMMA;
-  FRAME_END.copy(out, pos - 1);
-  return out;
+  const frames: Frame[] = [];
+  let done = 0;
+  for (let i = 0; i < jsonl.length; ) {
+    let j = i;
+    let size = head.length + FRAME_END.length - 1;
+    do size += jsonl[j++]!.length;
+    while (j < jsonl.length && size + jsonl[j]!.length <= budget);
+    const out = Buffer.allocUnsafe(size);
+    head.copy(out, 0);
+    let pos = head.length;
+    for (let k = i; k < j; k++) pos += jsonl[k]!.copy(out, pos);
+    // Every line ends in a newline: all but the last become commas, the last the brackets.
+    let n = 1;
+    for (let at = out.indexOf(NL, head.length); at !== -1 && at < pos - 1; at = out.indexOf(NL, at + 1)) {
+      out[at] = COMMA;
+      n++;
+    }
+    FRAME_END.copy(out, pos - 1);
+    done += n;
+    frames.push({ data: out, n, last: events[done - 1]!.seq });
+    i = j;
+  }
+  return frames;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
@@ -143,35 +166,47 @@ export class EventHub {
       const targets = new Set<Client>(this.byRun.get(runId));
       if (flowId !== undefined) for (const c of this.byFlow.get(flowId) ?? []) targets.add(c);
       if (targets.size === 0) continue;
-      let shared: Buffer | string | undefined;
+      let shared: Frame[] | undefined;
+      const first = events[0]!.seq;
       const last = events.at(-1)!.seq;
       for (const c of targets) {
         if (c.closing || c.catching.has(runId)) continue;
         const sent = c.sent.get(runId) ?? 0;
-        if (sent >= last) continue;
-        let frame: Buffer | string;
-        if (sent < events[0]!.seq) {
-          shared ??= jsonl ? framed(runId, jsonl) : JSON.stringify({ type: 'events', runId, events });
-          frame = shared;
+        if (sent >= last || this.stalled(c)) continue;
+        if (sent < first) {
+          shared ??= jsonl
+            ? framesOf(runId, jsonl, events, this.maxBuffered / 4)
+            : [{ data: JSON.stringify({ type: 'events', runId, events }), n: events.length, last }];
+          for (const f of shared) {
+            c.sent.set(runId, f.last);
+            this.send(c, f.data, f.n);
+          }
         } else {
           // Seqs in a batch are contiguous: the unsent ones are a suffix (rare: a client that
           // caught up into this batch).
-          const from = sent - events[0]!.seq + 1;
-          frame = JSON.stringify({ type: 'events', runId, events: events.slice(from) });
+          c.sent.set(runId, last);
+          const rest = events.slice(sent - first + 1);
+          this.send(c, JSON.stringify({ type: 'events', runId, events: rest }), rest.length);
         }
-        c.sent.set(runId, last);
-        this.send(c, frame, events.length);
       }
     }
   }
 
+  /**
+   * Drops a client that still has more than `maxBuffered` unsent: it did not read what it got
+   * before. Asked once per batch, not per frame, so a burst (a batch that waited for a slow
+   * disk) reaches a reader that keeps up; a stalled one holds at most one batch more.
+   */
+  private stalled(c: Client): boolean {
+    if (c.closing) return true;
+    if (c.ws.bufferedAmount <= this.maxBuffered) return false;
+    this.stats.slowClosed++;
+    this.drop(c, CLOSE_SLOW, 'slow consumer: resubscribe with your last seq');
+    return true;
+  }
+
   private send(c: Client, frame: Buffer | string, n: number): void {
     if (c.closing) return;
-    if (c.ws.bufferedAmount + frame.length > this.maxBuffered) {
-      this.stats.slowClosed++;
-      this.drop(c, CLOSE_SLOW, 'slow consumer: resubscribe with your last seq');
-      return;
-    }
     this.stats.frames++;
     this.stats.events += n;
     // A text frame either way (ws sends a Buffer as binary unless told).

@@ -67,6 +67,9 @@ export interface RunManagerOptions {
  */
 const SLICE: SliceOptions = { ms: 1, events: 160, replayMs: 5 };
 
+/** How many events a run may be ahead of the disk before it waits for it. */
+const MAX_AHEAD = 1024;
+
 export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
 
 export class RunNotLiveError extends Error {
@@ -100,7 +103,7 @@ const nowIso = () => new Date().toISOString();
 
 export class RunManager {
   private readonly active = new Map<string, Active>();
-  /** Runs whose end is being recorded (`Active.done` of runs that left `active`, too). */
+  /** Ends of runs being recorded (detachAll waits for them). */
   private readonly settling = new Set<Promise<void>>();
   private readonly log: Logger;
   private engine: Promise<RunFlow> | undefined;
@@ -259,17 +262,19 @@ export class RunManager {
       done: Promise.resolve(),
     };
     this.active.set(runId, a);
+    let nextSeq = log.lastSeq + 1;
     const onEvent = (ev: RunEvent) => {
       if (a.detached || commit.failed) return;
-      if (ev.seq !== log.lastSeq + 1) {
+      if (ev.seq !== nextSeq) {
         // The log must stay contiguous; an engine that skips or repeats a seq is a bug to surface.
         this.log.error(
-          { runId, seq: ev.seq, expected: log.lastSeq + 1 },
+          { runId, seq: ev.seq, expected: nextSeq },
           'engine emitted an out-of-order seq; dropped',
         );
         return;
       }
       commit.append(ev);
+      nextSeq++;
       policy.onEvent(ev);
       if (this.track(record, ev)) this.saveSoon();
     };
@@ -290,6 +295,11 @@ export class RunManager {
         js.checkpointSeq = c.seq;
       }
       // The index is not written per turn: the log is the truth for lastSeq and counters.
+      if (log.lastSeq - log.durableSeq > MAX_AHEAD) {
+        // A disk that cannot keep up: the run waits rather than pile events up in memory.
+        commit.flush();
+        return commit.durable();
+      }
       if (!d.yield) return RESOLVED;
       // Written (and so sent) now rather than when the loop comes back to the commit: the
       // frame is then on the socket before the loop polls, not after the run's next slice.
@@ -325,9 +335,6 @@ export class RunManager {
           this.settle(a, { runId, status: 'failed', error: { code: 'engine', message: String(e) } }),
       )
       .catch((e: unknown) => this.log.error({ runId, err: String(e) }, 'could not record the end of a run'));
-    const done = a.done;
-    this.settling.add(done);
-    void done.finally(() => this.settling.delete(done));
     return a;
   }
 
@@ -339,8 +346,15 @@ export class RunManager {
       this.log.error({ runId, file: commit.log.file, err: e.message }, 'run log cannot be written');
   }
 
-  private async settle(a: Active, r: RunResult): Promise<void> {
-    if (a.detached) return;
+  /** Records the end of a run hosted here (not of one detached at shutdown: it goes on elsewhere). */
+  private settle(a: Active, r: RunResult): Promise<void> {
+    if (a.detached) return Promise.resolve();
+    const p = this.recordEnd(a, r);
+    this.settling.add(p);
+    return p.finally(() => this.settling.delete(p));
+  }
+
+  private async recordEnd(a: Active, r: RunResult): Promise<void> {
     const rec = a.record;
     if (!FINAL.has(rec.status)) {
       // The engine ended without a final event in the log (should not happen): record the result.

@@ -12,11 +12,11 @@
  * reached the disk while the log's last page did not; the reader then steps back to the last
  * checkpoint the surviving log covers, so a resumed run never starts past its own history.
  */
-import { closeSync, fdatasync, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { promisify } from 'node:util';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { RunCheckpoint } from '../engine/types.js';
 import { writeFileAtomicSync } from './atomic.js';
 import { StoreError } from './errors.js';
+import { fdatasyncAsync, writeAll } from './fd-io.js';
 import type { ShapeCheck } from './json-file.js';
 
 export interface CheckpointRead {
@@ -77,8 +77,6 @@ export function readCheckpointLog(
   return torn ? { torn } : {};
 }
 
-const fdatasyncAsync = promisify(fdatasync);
-
 export class CheckpointLog {
   private fd: number;
   private size: number;
@@ -112,32 +110,32 @@ export class CheckpointLog {
   append(text: string, durable?: string): void {
     const line = Buffer.from(text);
     if (this.compactsWith(line.length)) {
-      // Rewrite atomically (and durably when fsync), then keep appending to the new file.
-      // The old descriptor closes once no fdatasync uses it.
-      writeFileAtomicSync(
-        this.file,
-        durable === undefined ? line : Buffer.concat([Buffer.from(durable), line]),
-        {
-          fsync: this.fsync,
-        },
-      );
-      const old = this.fd;
-      this.fd = openSync(this.file, 'a', 0o600);
-      this.size = fstatSync(this.fd).size;
-      this.dirty = false;
-      const closeOld = () => {
-        try {
-          closeSync(old);
-        } catch {}
-      };
-      if (this.syncing) void this.syncing.then(closeOld, closeOld);
-      else closeOld();
+      writeFileAtomicSync(this.file, this.compacted(line, durable), { fsync: this.fsync });
+      this.reopen();
       return;
     }
-    let off = 0;
-    while (off < line.length) off += writeSync(this.fd, line, off);
+    writeAll(this.fd, line);
     this.size += line.length;
     this.dirty = true;
+  }
+
+  private compacted(line: Buffer, durable: string | undefined): Buffer {
+    return durable === undefined ? line : Buffer.concat([Buffer.from(durable), line]);
+  }
+
+  /** After a compaction: append to the new file; the old descriptor closes once no fdatasync uses it. */
+  private reopen(): void {
+    const old = this.fd;
+    this.fd = openSync(this.file, 'a', 0o600);
+    this.size = fstatSync(this.fd).size;
+    this.dirty = false;
+    const closeOld = () => {
+      try {
+        closeSync(old);
+      } catch {}
+    };
+    if (this.syncing) void this.syncing.then(closeOld, closeOld);
+    else closeOld();
   }
 
   /** Resolves once every checkpoint appended so far is on disk (see EventLog.sync). */

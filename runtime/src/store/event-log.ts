@@ -11,18 +11,10 @@
  * Opening scans the file: a torn last record (no newline, or not JSON) is cut; anything wrong
  * before the tail is corruption and is reported, never skipped.
  */
-import {
-  closeSync,
-  fdatasync,
-  fdatasyncSync,
-  ftruncateSync,
-  openSync,
-  readFileSync,
-  writeSync,
-} from 'node:fs';
-import { promisify } from 'node:util';
+import { closeSync, fdatasyncSync, ftruncateSync, openSync, readFileSync } from 'node:fs';
 import type { RunEvent } from '@switchboard/schemas';
 import { StoreError } from './errors.js';
+import { fdatasyncAsync, writeAll } from './fd-io.js';
 
 export interface ScanResult {
   events: RunEvent[];
@@ -91,7 +83,11 @@ export function scanEventLog(file: string, runId?: string): ScanResult {
   return { events, goodBytes: pos };
 }
 
-const fdatasyncAsync = promisify(fdatasync);
+/** One write: its bytes, and the count of events up to its end. */
+interface Written {
+  end: number;
+  bytes: Buffer;
+}
 
 /** Events that just became durable, and their bytes as written: one JSON line per event. */
 export interface DurableBatch {
@@ -106,8 +102,8 @@ export class EventLog {
   private closed = false;
   /** Every event of the run in seq order, for catch-up reads while the log is open. */
   readonly events: RunEvent[];
-  /** Writes not yet durable: their bytes, and the count of events up to their end. */
-  private chunks: Array<{ end: number; bytes: Buffer }> = [];
+  /** Writes not yet durable. */
+  private chunks: Written[] = [];
   /** How many of `events` were handed to the OS. */
   private writtenCount: number;
   /** How many of `events` are durable; reads never see more. */
@@ -160,10 +156,15 @@ export class EventLog {
     return this.writtenCount;
   }
 
-  /** Keeps an event; it is serialised and reaches the file at the next `write()`. */
+  /** Keeps an event; it is serialised and reaches the file at the next write. */
   append(event: RunEvent): void {
     if (this.closed) throw new StoreError('io', `append to closed log ${this.file}`, this.file);
     this.events.push(event);
+  }
+
+  /** Whether events were appended that are not written yet. */
+  get hasPending(): boolean {
+    return this.events.length > this.writtenCount;
   }
 
   /**
@@ -180,8 +181,7 @@ export class EventLog {
     let text = '';
     for (let i = this.writtenCount; i < n; i++) text += `${JSON.stringify(this.events[i])}\n`;
     const bytes = Buffer.from(text);
-    let off = 0;
-    while (off < bytes.length) off += writeSync(this.fd, bytes, off);
+    writeAll(this.fd, bytes);
     this.chunks.push({ end: n, bytes });
     this.writtenCount = n;
     this.dirty = true;

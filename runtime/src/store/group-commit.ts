@@ -1,26 +1,26 @@
 /**
  * Group commit for one run: when its events and checkpoints reach the OS and the disk.
  *
- * Everything a run hands over during one event-loop turn goes to the OS at the end of that
- * turn in two writes — the event log first, then the latest checkpoint (earlier ones of the
- * same turn are superseded), so a checkpoint that reached the OS never points past the log.
- * Handing over returns at once: a killed process loses nothing the OS has.
+ * Everything a run hands over during one event-loop turn is written at the end of that turn
+ * in two writes — the event log first, then the latest checkpoint (earlier ones of the same
+ * turn are superseded), so a checkpoint never points past the log. Handing over returns at
+ * once: a killed process loses nothing the OS has.
  *
- * With `fsync`, one background fdatasync of both files covers everything written while the
- * previous one ran, so the run never waits for the disk and a slow disk costs fewer, larger
- * syncs rather than a stall per turn. Events become durable — readable, and passed to
- * `onDurable` for the clients — only once a sync that covers them is done (without `fsync`,
- * once they are written). `durable()` lets a caller wait for that, e.g. before recording a
- * tool call against the current checkpoint.
+ * With `fsync`, one fdatasync of both files runs in the background after a write, and what
+ * the run hands over meanwhile waits in memory and is written when it is done (then synced
+ * in turn): a slow disk costs fewer, larger syncs rather than a stall per turn, and nothing
+ * is appended to a file while it syncs — on ext4 such a write waits for the journal commit,
+ * and the run would wait with it.
+ *
+ * Events become durable — readable, and passed to `onDurable` for the clients — once written
+ * (without `fsync`) or once the sync of the log that covers them is done. `durable()` waits
+ * for the checkpoint file too, e.g. before a tool call is journaled against the last one.
  */
 import type { RunEvent } from '@switchboard/schemas';
 import type { RunCheckpoint } from '../engine/types.js';
 import type { CheckpointLog } from './checkpoint-log.js';
 import { StoreError } from './errors.js';
 import type { EventLog } from './event-log.js';
-
-/** fdatasyncs of one run that may overlap. */
-const MAX_SYNCS = 2;
 
 interface Waiter {
   gen: number;
@@ -44,10 +44,9 @@ export class GroupCommit {
   /** Flushes that wrote something, and the last of them known durable. */
   private flushedGen = 0;
   private durableGen = 0;
-  /** Syncs running, and whether a flush came while the most allowed were. */
-  private inFlight = 0;
-  private readonly syncs = new Set<Promise<unknown>>();
-  private resync = false;
+  /** The sync running (fsync mode), and whether a flush came meanwhile. */
+  private syncing: Promise<void> | undefined;
+  private again = false;
   private waiters: Waiter[] = [];
   private closed = false;
 
@@ -87,67 +86,58 @@ export class GroupCommit {
     if (this.scheduled) this.flush();
   };
 
-  /**
-   * Hands everything pending to the OS now (log, then checkpoint) and starts its sync; the
-   * `last` flush of a run starts its sync at once, however many are running.
-   */
-  flush(last = false): void {
+  /** Writes everything pending now (log, then checkpoint) — with `fsync`, once no sync runs. */
+  flush(): void {
     this.scheduled = false;
-    if (this.closed || this.failure) return;
+    if (!this.closed) this.write();
+  }
+
+  private write(): void {
+    if (this.failure) return;
+    if (this.syncing) {
+      this.again = true;
+      return;
+    }
+    const cp = this.cpLine;
     try {
       const wroteLog = this.log.write();
-      let wroteCp = false;
-      if (this.cpLine !== undefined) {
+      if (cp !== undefined) {
         this.checkpoints ??= this.openCheckpoints();
-        this.checkpoints.append(this.cpLine, this.fsync ? this.cpDurable : undefined);
-        this.cpWritten = this.cpLine;
+        this.checkpoints.append(cp, this.fsync ? this.cpDurable : undefined);
         this.cpLine = undefined;
-        wroteCp = true;
       }
-      if (!wroteLog && !wroteCp) return;
+      if (!wroteLog && cp === undefined) return;
     } catch (e) {
       this.fail(e as Error);
       return;
     }
-    this.flushedGen++;
-    if (this.fsync) this.sync(last);
-    else this.reached(this.flushedGen, this.log.written);
+    const gen = ++this.flushedGen;
+    if (this.fsync) this.sync(gen, cp ?? this.cpWritten);
+    else this.reached(gen, this.log.written);
+    if (cp !== undefined) this.cpWritten = cp;
   }
 
-  private sync(last = false): void {
-    if (this.inFlight >= MAX_SYNCS && !last) {
-      this.resync = true;
-      return;
-    }
-    // An fdatasync covers every page written before it began, even pages another sync is
-    // already writing back, so a second one may start while the first runs: the last flush of
-    // a run then waits for one sync, not for the end of the previous one and then its own.
-    const gen = this.flushedGen;
+  private sync(gen: number, cp: string | undefined): void {
     const count = this.log.written;
-    const cp = this.cpWritten;
-    this.inFlight++;
     // Events count once the log is synced; the checkpoint file's sync (for `durable()`) may
     // finish later without holding them back.
     const logSynced = this.log.sync().then(() => this.eventsReached(count));
     const p = Promise.all([logSynced, this.checkpoints?.sync()]).then(
       () => {
-        this.inFlight--;
-        if (gen > this.durableGen) {
-          this.cpDurable = cp;
-          this.reached(gen, count);
-        }
-        if (this.resync && this.inFlight < MAX_SYNCS) {
-          this.resync = false;
-          this.sync();
+        this.syncing = undefined;
+        this.cpDurable = cp;
+        this.reached(gen, count);
+        if (this.again) {
+          this.again = false;
+          this.write();
         }
       },
       (e: unknown) => {
-        this.inFlight--;
+        this.syncing = undefined;
         this.fail(e as Error);
       },
     );
-    this.syncs.add(p);
-    void p.finally(() => this.syncs.delete(p));
+    this.syncing = p;
   }
 
   /** The first `count` events are durable: readable, and passed on. */
@@ -180,22 +170,25 @@ export class GroupCommit {
   /** Resolves once everything handed over so far is durable; rejects if that can no longer be. */
   durable(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    const gen = this.scheduled ? this.flushedGen + 1 : this.flushedGen;
+    // What is not written yet goes in the next write.
+    const pending = this.log.hasPending || this.cpLine !== undefined;
+    const gen = pending ? this.flushedGen + 1 : this.flushedGen;
     if (gen <= this.durableGen) return Promise.resolve();
     return new Promise((resolve, reject) => this.waiters.push({ gen, resolve, reject }));
   }
 
-  /** Flushes, waits until it is durable, and closes both files. */
+  /** Writes what is pending, waits until it is durable, and closes both files. */
   async close(): Promise<void> {
     if (this.closed) return;
-    this.flush(true);
+    // A write deferred behind a running sync still happens when that sync ends.
+    this.flush();
     this.closed = true;
     try {
       await this.durable();
     } catch {
       // Reported through onError; the files are closed all the same.
     }
-    while (this.syncs.size > 0) await Promise.allSettled([...this.syncs]);
+    while (this.syncing) await this.syncing.catch(() => {});
     this.log.closeFd();
     this.checkpoints?.close();
   }
