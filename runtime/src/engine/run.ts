@@ -155,6 +155,12 @@ export class Run {
     NO_ENTRIES;
   private acpFlow: FlowBehavior | undefined;
   private nestedCount = 0;
+  /**
+   * Whether an inbox item or a handover floor was ever set in this run (a resumed run may carry
+   * some): until then a step does not look its node up in those tables.
+   */
+  inboxUsed: boolean;
+  floorsUsed: boolean;
   readonly registry: KindRegistry;
   readonly clock: { now(): number };
 
@@ -173,6 +179,7 @@ export class Run {
     this.now = options.now ?? Date.now;
     this.clock = options.now ? { now: options.now } : SYSTEM_CLOCK;
     this.runId = runId;
+    this.inboxUsed = this.floorsUsed = options.resume !== undefined;
     // Merged only when both set budgets: a run usually has no budgets of its own.
     const fb = flow.budgets;
     const ob = options.budgets;
@@ -647,6 +654,7 @@ export class Run {
   }
 
   addInbox(cx: Ctx, nodeId: string, item: Omit<InboxItem, 'order'>): void {
+    this.inboxUsed = true;
     const d = cx.data;
     d.inbox[nodeId] ??= [];
     const list = d.inbox[nodeId]!;
@@ -1658,12 +1666,15 @@ export class Run {
     const c = e.config;
     const ctxMode = c.context?.mode ?? 'all';
     if (ctxMode === 'all') {
-      if (d.floors[to] !== undefined) delete d.floors[to];
-    } else if (ctxMode === 'lastN') {
-      const n = c.context?.n ?? 1;
-      const t = d.transcript;
-      d.floors[to] = t.length >= n ? t[t.length - n]!.seq : 0;
-    } else d.floors[to] = d.msgSeq + 1;
+      if (this.floorsUsed && d.floors[to] !== undefined) delete d.floors[to];
+    } else {
+      this.floorsUsed = true;
+      if (ctxMode === 'lastN') {
+        const n = c.context?.n ?? 1;
+        const t = d.transcript;
+        d.floors[to] = t.length >= n ? t[t.length - n]!.seq : 0;
+      } else d.floors[to] = d.msgSeq + 1;
+    }
     const last = d.transcript[d.transcript.length - 1];
     if (last && this.graph.threads.has(to) && last.author !== to) this.addToThread(d, to, last.seq);
     let package_ = '';
@@ -1753,13 +1764,13 @@ export class Run {
     const d = cx.data;
     const entry = entryOverride ?? this.graph.entry.get(team.id) ?? null;
     // What was handed to the team goes to its first member.
-    const items = d.inbox[team.id];
+    const items = this.inboxUsed ? d.inbox[team.id] : undefined;
     if (items && items.length > 0 && entry !== null) {
       delete d.inbox[team.id];
       for (const it of items)
         this.addInbox(cx, entry, { kind: it.kind, text: it.text, from: it.from ?? team.id });
     }
-    const floor = d.floors[team.id];
+    const floor = this.floorsUsed ? d.floors[team.id] : undefined;
     if (floor !== undefined) for (const m of this.graph.members.get(team.id) ?? []) d.floors[m.id] = floor;
     if (mode === 'groupChat' && entryOverride === undefined) {
       cur.at = null;
@@ -1924,7 +1935,7 @@ export class NodeCtx implements NodeContext {
     readonly candidates: Candidate[],
     cur: Cursor,
   ) {
-    this.inboxTaken = cx.data.inbox[node.id] ?? NO_ITEMS;
+    this.inboxTaken = engine.inboxUsed ? (cx.data.inbox[node.id] ?? NO_ITEMS) : NO_ITEMS;
     const scope = cur.scopes[cur.scopes.length - 1]!;
     this.offerHandoverTools =
       node.role === 'agent' &&
@@ -1994,9 +2005,9 @@ export class NodeCtx implements NodeContext {
   view(memory: MemoryPolicy): readonly Message[] {
     const d = this.cx.data;
     const id = this.node.id;
-    if (memory === 'thread') return threadView(d.transcript, d.threads[id] ?? NO_SEQS, d.floors[id] ?? 0);
+    const floor = this.engine.floorsUsed ? d.floors[id] : undefined;
+    if (memory === 'thread') return threadView(d.transcript, d.threads[id] ?? NO_SEQS, floor ?? 0);
     const opts: Parameters<typeof memoryView>[2] = { nodeId: id };
-    const floor = d.floors[id];
     if (floor !== undefined) opts.floor = floor;
     if (memory === 'summary') {
       const s = this.summary();
