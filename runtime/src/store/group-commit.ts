@@ -10,7 +10,9 @@
  * the run hands over meanwhile waits in memory and is written when it is done (then synced
  * in turn): a slow disk costs fewer, larger syncs rather than a stall per turn, and nothing
  * is appended to a file while it syncs — on ext4 such a write waits for the journal commit,
- * and the run would wait with it.
+ * and the run would wait with it. Only the last write of a run, at close, goes ahead at once,
+ * its sync overlapping the running one (an fdatasync covers every page written before it
+ * began, even pages another one is writing back).
  *
  * Events become durable — readable, and passed to `onDurable` for the clients — once written
  * (without `fsync`) or once the sync of the log that covers them is done. `durable()` waits
@@ -47,6 +49,9 @@ export class GroupCommit {
   /** The sync running (fsync mode), and whether a flush came meanwhile. */
   private syncing: Promise<void> | undefined;
   private again = false;
+  /** Every sync running: the last one of a run may overlap the one before (close waits for both). */
+  private readonly syncs = new Set<Promise<void>>();
+  private closing = false;
   private waiters: Waiter[] = [];
   private closed = false;
 
@@ -94,7 +99,8 @@ export class GroupCommit {
 
   private write(): void {
     if (this.failure) return;
-    if (this.syncing) {
+    // The last write of a run does not wait: nothing is left to stall, and the clients wait.
+    if (this.syncing && !this.closing) {
       this.again = true;
       return;
     }
@@ -122,22 +128,27 @@ export class GroupCommit {
     // Events count once the log is synced; the checkpoint file's sync (for `durable()`) may
     // finish later without holding them back.
     const logSynced = this.log.sync().then(() => this.eventsReached(count));
-    const p = Promise.all([logSynced, this.checkpoints?.sync()]).then(
+    const p: Promise<void> = Promise.all([logSynced, this.checkpoints?.sync()]).then(
       () => {
-        this.syncing = undefined;
-        this.cpDurable = cp;
-        this.reached(gen, count);
-        if (this.again) {
+        if (this.syncing === p) this.syncing = undefined;
+        this.syncs.delete(p);
+        if (gen > this.durableGen) {
+          this.cpDurable = cp;
+          this.reached(gen, count);
+        }
+        if (this.again && !this.syncing) {
           this.again = false;
           this.write();
         }
       },
       (e: unknown) => {
-        this.syncing = undefined;
+        if (this.syncing === p) this.syncing = undefined;
+        this.syncs.delete(p);
         this.fail(e as Error);
       },
     );
     this.syncing = p;
+    this.syncs.add(p);
   }
 
   /** The first `count` events are durable: readable, and passed on. */
@@ -180,7 +191,7 @@ export class GroupCommit {
   /** Writes what is pending, waits until it is durable, and closes both files. */
   async close(): Promise<void> {
     if (this.closed) return;
-    // A write deferred behind a running sync still happens when that sync ends.
+    this.closing = true;
     this.flush();
     this.closed = true;
     try {
@@ -188,7 +199,7 @@ export class GroupCommit {
     } catch {
       // Reported through onError; the files are closed all the same.
     }
-    while (this.syncing) await this.syncing.catch(() => {});
+    while (this.syncs.size > 0) await Promise.allSettled([...this.syncs]);
     this.log.closeFd();
     this.checkpoints?.close();
   }
