@@ -8,7 +8,10 @@ export function getPath(root: unknown, path: string | readonly string[]): unknow
   const parts = typeof path === 'string' ? (path === '' ? [] : path.split('.')) : path;
   if (parts.length > MAX_PATH_PARTS) return undefined;
   let v: unknown = root;
-  for (const p of parts) {
+  // Indexed: templates read paths every turn, often in code V8 has not optimised (a for-of
+  // there allocates an iterator and a result per part).
+  for (let i = 0; i < parts.length; i++) {
+    const p = parts[i]!;
     if (v === null || typeof v !== 'object') return undefined;
     if (!Object.hasOwn(v as object, p)) return undefined;
     v = (v as Record<string, unknown>)[p];

@@ -13,6 +13,7 @@ import { evaluateCondition } from '../../lib/condition.js';
 import { renderTemplate } from '../../lib/template.js';
 import {
   type ChatMessage,
+  type ConditionContext,
   type FlowBehavior,
   type InboxItem,
   type Message,
@@ -189,25 +190,39 @@ function inboxText(items: readonly InboxItem[]): string {
   return items.map((i) => i.text).join('\n\n');
 }
 
-/** The system prompt: segments whose condition holds, rendered, joined by blank lines. */
-export function buildSystemPrompt(ctx: NodeContext<AgentConfigT>): string {
-  const cond = ctx.conditions();
-  const summary = ctx.run.summary();
-  const tctx = {
+/** What `{{…}}` placeholders of a prompt read. */
+function templateContext(ctx: NodeContext<AgentConfigT>): Record<string, unknown> {
+  const t = ctx.run.transcript;
+  return {
     task: ctx.run.task,
     input: ctx.run.input,
-    summary: summary?.text ?? '',
+    summary: ctx.run.summary()?.text ?? '',
     inbox: inboxText(ctx.inbox),
-    last: cond.last?.content ?? '',
-    state: cond.state,
+    last: t[t.length - 1]?.content ?? '',
+    state: ctx.run.state.snapshot(),
     node: { id: ctx.node.id, label: ctx.node.label },
   };
+}
+
+/** The system prompt: segments whose condition holds, rendered, joined by blank lines. */
+export function buildSystemPrompt(ctx: NodeContext<AgentConfigT>): string {
+  // Conditions and the template context are built on first need, once: most prompts have no
+  // conditions, and many segments no placeholders.
+  let cond: ConditionContext | undefined;
+  let tctx: Record<string, unknown> | undefined;
   let out = '';
   const segments = ctx.node.config.prompt;
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i]!;
-    if (!evaluateCondition(seg.when as ConditionT | undefined, cond)) continue;
-    const text = renderTemplate(seg.text, tctx);
+    if (seg.when !== undefined) {
+      cond ??= ctx.conditions();
+      if (!evaluateCondition(seg.when as ConditionT, cond)) continue;
+    }
+    let text = seg.text;
+    if (text.includes('{{')) {
+      tctx ??= templateContext(ctx);
+      text = renderTemplate(text, tctx);
+    }
     out = out === '' ? text : `${out}\n\n${text}`;
   }
   return out;
