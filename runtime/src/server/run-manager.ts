@@ -1,14 +1,14 @@
 /**
  * Hosts runs for the server and `switchboard resume`: starts them through the engine, records
- * every event in the run's log (published only once durable), checkpoints at every turn, keeps
- * the catalog's run index current, and after a crash resumes what was running — or marks it
- * `interrupted` — so that no run is ever left `running`.
+ * every event in the run's log (published only once durable), checkpoints at turn boundaries,
+ * keeps the catalog's run index current, and after a crash resumes what was running — or
+ * marks it `interrupted` — so that no run is ever left `running`.
  *
  * The engine waits for each checkpoint; the callback returns at once — the run's group commit
  * writes and syncs in the background (store/group-commit.ts), and checkpoints of turns that
- * needed no I/O are not serialised at all (checkpoint-policy.ts) — so a run never waits for
- * the disk, except to let the event loop turn after a slice of CPU, which is when its events
- * go out.
+ * needed no I/O are mostly not serialised at all (checkpoint-policy.ts) — so a run does not
+ * wait for the disk, except to let the event loop turn after a slice of CPU (which is when its
+ * events go out) or when it is far ahead of a slow disk.
  */
 import { randomBytes } from 'node:crypto';
 import type { Flow, RunEvent } from '@switchboard/schemas';
