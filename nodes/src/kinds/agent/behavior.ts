@@ -10,7 +10,7 @@
 import type { Static } from '@sinclair/typebox';
 import { type ConditionT, checkAgainstSchema } from '@switchboard/schemas/core';
 import { evaluateCondition } from '../../lib/condition.js';
-import { renderTemplate } from '../../lib/template.js';
+import { renderTemplate, templateHeads } from '../../lib/template.js';
 import {
   type ChatMessage,
   type ConditionContext,
@@ -190,24 +190,24 @@ function inboxText(items: readonly InboxItem[]): string {
   return items.map((i) => i.text).join('\n\n');
 }
 
-/** What `{{…}}` placeholders of a prompt read. */
-function templateContext(ctx: NodeContext<AgentConfigT>): Record<string, unknown> {
-  const t = ctx.run.transcript;
-  return {
-    task: ctx.run.task,
-    input: ctx.run.input,
-    summary: ctx.run.summary()?.text ?? '',
-    inbox: inboxText(ctx.inbox),
-    last: t[t.length - 1]?.content ?? '',
-    state: ctx.run.state.snapshot(),
-    node: { id: ctx.node.id, label: ctx.node.label },
-  };
-}
+/** What `{{…}}` placeholders of a prompt may read; each is computed when a placeholder names it. */
+const PROMPT_FIELDS: Readonly<Record<string, (ctx: NodeContext<AgentConfigT>) => unknown>> = {
+  task: (ctx) => ctx.run.task,
+  input: (ctx) => ctx.run.input,
+  summary: (ctx) => ctx.run.summary()?.text ?? '',
+  inbox: (ctx) => inboxText(ctx.inbox),
+  last: (ctx) => {
+    const t = ctx.run.transcript;
+    return t[t.length - 1]?.content ?? '';
+  },
+  state: (ctx) => ctx.run.state.snapshot(),
+  node: (ctx) => ({ id: ctx.node.id, label: ctx.node.label }),
+};
 
 /** The system prompt: segments whose condition holds, rendered, joined by blank lines. */
 export function buildSystemPrompt(ctx: NodeContext<AgentConfigT>): string {
-  // Conditions and the template context are built on first need, once: most prompts have no
-  // conditions, and many segments no placeholders.
+  // Conditions, and each field of the template context, are made on first need: most prompts
+  // have no conditions and read a field or two (`{{task}}`).
   let cond: ConditionContext | undefined;
   let tctx: Record<string, unknown> | undefined;
   let out = '';
@@ -220,7 +220,12 @@ export function buildSystemPrompt(ctx: NodeContext<AgentConfigT>): string {
     }
     let text = seg.text;
     if (text.includes('{{')) {
-      tctx ??= templateContext(ctx);
+      tctx ??= {};
+      const heads = templateHeads(text);
+      for (let k = 0; k < heads.length; k++) {
+        const h = heads[k]!;
+        if (!Object.hasOwn(tctx, h) && Object.hasOwn(PROMPT_FIELDS, h)) tctx[h] = PROMPT_FIELDS[h]!(ctx);
+      }
       text = renderTemplate(text, tctx);
     }
     out = out === '' ? text : `${out}\n\n${text}`;
