@@ -732,8 +732,8 @@ export class Run {
     c.promptTokens += u.promptTokens;
     c.completionTokens += u.completionTokens;
     c.tokens += u.promptTokens + u.completionTokens;
-    c.byModel[res.model] ??= emptyUsage();
-    const bm = c.byModel[res.model]!;
+    let bm = c.byModel[res.model];
+    if (bm == null) c.byModel[res.model] = bm = emptyUsage();
     bm.turns++;
     bm.promptTokens += u.promptTokens;
     bm.completionTokens += u.completionTokens;
@@ -1386,8 +1386,10 @@ export class Run {
       d.output = o.output;
       d.hasOutput = true;
     }
-    d.counters.byNode[node.id] ??= emptyUsage();
-    const u = d.counters.byNode[node.id]!;
+    // One lookup: these tables are keyed by name, and a chain adds a node to byNode every step.
+    const byNode = d.counters.byNode;
+    let u = byNode[node.id];
+    if (u == null) byNode[node.id] = u = emptyUsage();
     u.turns++;
     u.promptTokens += nc.promptTokens;
     u.completionTokens += nc.completionTokens;
