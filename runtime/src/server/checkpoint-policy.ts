@@ -35,7 +35,7 @@ export interface CheckpointDecision {
 export interface SliceOptions {
   /** How long a run may hold the event loop before it lets it turn. */
   ms: number;
-  /** How many events it may emit before it lets the loop turn. */
+  /** How many events it may emit before it lets the loop turn (with one client watching). */
   events: number;
   /** A slice end writes its checkpoint once the last one written is this old (ms). */
   replayMs: number;
@@ -48,8 +48,11 @@ export class CheckpointPolicy {
   private events = 0;
   private writtenAt = Number.NEGATIVE_INFINITY;
   private costMs = 0;
+  private maxEvents: number;
 
-  constructor(private readonly o: SliceOptions) {}
+  constructor(private readonly o: SliceOptions) {
+    this.maxEvents = o.events;
+  }
 
   /** Sees every event of the run. */
   onEvent(ev: RunEvent): void {
@@ -67,11 +70,20 @@ export class CheckpointPolicy {
     this.costMs = ms;
   }
 
+  /**
+   * How many clients watch the run. Every event goes out once to each, so the slice holds
+   * fewer events when many watch: what a slice sends stays about the same, and so does the
+   * time until its last watcher has it.
+   */
+  watchedBy(clients: number): void {
+    this.maxEvents = Math.max(8, Math.floor(this.o.events / Math.max(1, clients)));
+  }
+
   /** At a hand-over: what to do with it. Resets what it saw since the previous one. */
   decide(): CheckpointDecision & { afterToolCall: boolean } {
     const turn = loopTurn();
     const now = performance.now();
-    const slice = this.events >= this.o.events || now - loopTurnStart() >= this.o.ms;
+    const slice = this.events >= this.maxEvents || now - loopTurnStart() >= this.o.ms;
     const afterToolCall = this.called;
     const write =
       turn !== this.lastTurn ||

@@ -139,13 +139,16 @@ export class EventHub {
    * them); sent once the current callback is done. A run's group commit publishes at most once per
    * event-loop turn, so that is one frame per run per turn — and it goes out in the same turn
    * as the write that made it durable, not after whatever the loop runs next (say, the run's
-   * next slice).
+   * next slice). Returns how many clients watch the run (each costs a send per frame).
    */
-  publish(runId: string, events: RunEvent[], jsonl?: Buffer[]): void {
-    if (events.length === 0) return;
+  publish(runId: string, events: RunEvent[], jsonl?: Buffer[]): number {
     let p = this.pending.get(runId);
+    const flowId = p ? p.flowId : this.source.flowOf(runId);
+    const watchers =
+      (this.byRun.get(runId)?.size ?? 0) + (flowId === undefined ? 0 : (this.byFlow.get(flowId)?.size ?? 0));
+    if (events.length === 0) return watchers;
     if (!p) {
-      p = { flowId: this.source.flowOf(runId), events: [], jsonl: [] };
+      p = { flowId, events: [], jsonl: [] };
       this.pending.set(runId, p);
     }
     for (const e of events) p.events.push(e);
@@ -155,6 +158,7 @@ export class EventHub {
       this.scheduled = true;
       queueMicrotask(() => this.flush());
     }
+    return watchers;
   }
 
   /** Sends everything published so far (also called by the scheduler). */

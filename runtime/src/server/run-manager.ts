@@ -44,8 +44,11 @@ const RESOLVED = Promise.resolve();
 
 export interface RunManagerOptions {
   store: Store;
-  /** Receives each batch of events once it is durable, with their bytes as written (JSON lines). */
-  publish?: (runId: string, events: RunEvent[], jsonl?: Buffer[]) => void;
+  /**
+   * Receives each batch of events once it is durable, with their bytes as written (JSON
+   * lines); may return how many clients watch the run.
+   */
+  publish?: (runId: string, events: RunEvent[], jsonl?: Buffer[]) => number | undefined;
   /** The interpreter; loaded lazily from ../engine/index.js by default. */
   runFlow?: RunFlow;
   models?: RunOptions['models'];
@@ -246,7 +249,7 @@ export class RunManager {
     // A tool call is journaled against the last checkpoint written, once that one is durable.
     js.durable = () => commit.durable();
     js.onCall = () => policy.onToolCall();
-    this.watch(runId, commit);
+    this.watch(runId, commit, policy);
     const abort = new AbortController();
     const a: Active = {
       runId,
@@ -339,9 +342,14 @@ export class RunManager {
   }
 
   /** Publishes a run's events once durable, and reports a store that can no longer write. */
-  private watch(runId: string, commit: GroupCommit): void {
+  private watch(runId: string, commit: GroupCommit, policy?: CheckpointPolicy): void {
     const publish = this.o.publish;
-    commit.onDurable = publish ? (events, jsonl) => publish(runId, events, jsonl) : undefined;
+    commit.onDurable = publish
+      ? (events, jsonl) => {
+          const watchers = publish(runId, events, jsonl);
+          if (typeof watchers === 'number') policy?.watchedBy(watchers);
+        }
+      : undefined;
     commit.onError = (e) =>
       this.log.error({ runId, file: commit.log.file, err: e.message }, 'run log cannot be written');
   }
