@@ -243,6 +243,7 @@ export class RunManager {
   private launch(runFlow: RunFlow, record: RunRecord, spec: RunSpec, cp: RunCheckpoint | undefined): Active {
     const runId = record.id;
     const { log, commit } = this.store.openLog(runId);
+    commit.prepare();
     const journal = this.store.openJournal(runId);
     const js = journalState(journal, cp?.seq);
     const policy = new CheckpointPolicy({ ...SLICE, ...this.o.slice });

@@ -41,7 +41,9 @@ export function readCheckpointLog(
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
     throw new StoreError('io', `cannot read ${file}: ${(e as Error).message}`, file);
   }
-  if (buf.length === 0) throw new StoreError('empty-file', `${file} is empty (zero length)`, file);
+  // Created when the run starts and only ever appended to (or replaced atomically): empty means
+  // no checkpoint was written yet.
+  if (buf.length === 0) return {};
   if (buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf)
     throw new StoreError('bom', `${file} starts with a byte-order mark; Switchboard never writes one`, file);
   let end = buf.length;

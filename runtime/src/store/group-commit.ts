@@ -66,6 +66,14 @@ export class GroupCommit {
     readonly fsync: boolean,
   ) {}
 
+  /**
+   * Creates the checkpoint file now, before the run starts, rather than at its first
+   * checkpoint: creating a file waits for the file system's journal.
+   */
+  prepare(): void {
+    this.checkpoints ??= this.openCheckpoints();
+  }
+
   /** Set once a write or sync failed. */
   get failed(): Error | undefined {
     return this.failure;

@@ -10,7 +10,7 @@
  *   DIR/runs/<id>/tools.jsonl
  */
 import { closeSync, fdatasyncSync, mkdirSync, openSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, open } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
 import type { RunCheckpoint } from '../engine/types.js';
@@ -89,9 +89,16 @@ export class Store {
     return join(this.dir, 'runs', runId);
   }
 
+  /**
+   * Records a run: its spec, and its (empty) log, checkpoint and tool files, whose creation
+   * the spec's directory fsync makes durable too — so the run's first fdatasync is an ordinary
+   * one, not one that commits new files to the file system's journal while the run goes.
+   */
   async writeSpec(spec: RunSpec): Promise<void> {
     const dir = this.runDir(spec.runId);
     await mkdir(dir, { recursive: true, mode: 0o700 });
+    for (const name of ['events.jsonl', 'checkpoints.jsonl', 'tools.jsonl'])
+      await (await open(join(dir, name), 'a', 0o600)).close();
     await writeJsonDurable(join(dir, 'run.json'), spec);
     await fsyncDir(join(this.dir, 'runs'));
   }
