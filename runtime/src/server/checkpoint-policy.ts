@@ -79,6 +79,15 @@ export class CheckpointPolicy {
     this.maxEvents = Math.max(8, Math.floor(this.o.events / Math.max(1, clients)));
   }
 
+  /**
+   * How many events the run may be ahead of the disk (written and synced) before it waits
+   * for it: a few slices. Beyond that a slow sync would publish a pile at once, and every
+   * watcher would take long to get through it.
+   */
+  get aheadLimit(): number {
+    return 4 * this.maxEvents;
+  }
+
   /** At a hand-over: what to do with it. Resets what it saw since the previous one. */
   decide(): CheckpointDecision & { afterToolCall: boolean } {
     const turn = loopTurn();

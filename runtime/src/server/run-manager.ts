@@ -70,9 +70,6 @@ export interface RunManagerOptions {
  */
 const SLICE: SliceOptions = { ms: 1, events: 160, replayMs: 5 };
 
-/** How many events a run may be ahead of the disk before it waits for it. */
-const MAX_AHEAD = 1024;
-
 export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
 
 export class RunNotLiveError extends Error {
@@ -299,8 +296,8 @@ export class RunManager {
         js.checkpointSeq = c.seq;
       }
       // The index is not written per turn: the log is the truth for lastSeq and counters.
-      if (log.lastSeq - log.durableSeq > MAX_AHEAD) {
-        // A disk that cannot keep up: the run waits rather than pile events up in memory.
+      if (log.lastSeq - log.durableSeq > policy.aheadLimit) {
+        // A disk that cannot keep up: the run waits rather than pile events up.
         commit.flush();
         return commit.durable();
       }
