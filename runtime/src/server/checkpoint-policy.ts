@@ -81,11 +81,11 @@ export class CheckpointPolicy {
 
   /**
    * How many events the run may be ahead of the disk (written and synced) before it waits
-   * for it: a few slices. Beyond that a slow sync would publish a pile at once, and every
-   * watcher would take long to get through it.
+   * for it: two slices. Beyond that a slow sync would publish a pile at once, every watcher
+   * would take long to get through it, and so would the end of the run.
    */
   get aheadLimit(): number {
-    return 4 * this.maxEvents;
+    return 2 * this.maxEvents;
   }
 
   /** At a hand-over: what to do with it. Resets what it saw since the previous one. */
