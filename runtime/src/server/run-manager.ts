@@ -297,9 +297,10 @@ export class RunManager {
       }
       // The index is not written per turn: the log is the truth for lastSeq and counters.
       if (log.lastSeq - log.durableSeq > policy.aheadLimit) {
-        // A disk that cannot keep up: the run waits rather than pile events up.
+        // A disk that cannot keep up: the run waits for the sync under way (what it hands over
+        // is written when that one ends) rather than pile events up.
         commit.flush();
-        return commit.durable();
+        return commit.synced();
       }
       if (!d.yield) return RESOLVED;
       // Written (and so sent) now rather than when the loop comes back to the commit: the

@@ -188,6 +188,12 @@ export class GroupCommit {
     this.onError?.(e);
   }
 
+  /** Resolves once the syncs running now are done (at once if none is): what is written is durable. */
+  synced(): Promise<void> {
+    if (this.syncs.size === 0) return Promise.resolve();
+    return Promise.allSettled([...this.syncs]).then(() => undefined);
+  }
+
   /** Resolves once everything handed over so far is durable; rejects if that can no longer be. */
   durable(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
