@@ -49,6 +49,7 @@ export class CheckpointPolicy {
   private writtenAt = Number.NEGATIVE_INFINITY;
   private costMs = 0;
   private maxEvents: number;
+  private watchers = 1;
 
   constructor(private readonly o: SliceOptions) {
     this.maxEvents = o.events;
@@ -76,16 +77,18 @@ export class CheckpointPolicy {
    * time until its last watcher has it.
    */
   watchedBy(clients: number): void {
-    this.maxEvents = Math.max(8, Math.floor(this.o.events / Math.max(1, clients)));
+    this.watchers = Math.max(1, clients);
+    this.maxEvents = Math.max(8, Math.floor(this.o.events / this.watchers));
   }
 
   /**
    * How many events the run may be ahead of the disk (written and synced) before it waits
-   * for it: two slices. Beyond that a slow sync would publish a pile at once, every watcher
-   * would take long to get through it, and so would the end of the run.
+   * for it: four slices for one watcher, fewer per watcher when many watch (at least two
+   * slices). Beyond that a slow sync would publish a pile at once, every watcher would take
+   * long to get through it, and so would the end of the run.
    */
   get aheadLimit(): number {
-    return 2 * this.maxEvents;
+    return Math.max(2 * this.maxEvents, Math.floor((4 * this.o.events) / this.watchers / this.watchers));
   }
 
   /** At a hand-over: what to do with it. Resets what it saw since the previous one. */
