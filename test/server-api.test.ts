@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { serializeFlow } from '@switchboard/schemas';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { agent, edge, flow, node } from '../runtime/src/engine/testing/index.js';
+import { scanEventLog } from '../runtime/src/store/event-log.js';
 import { simpleFlow, testServer, until } from './server/helpers.js';
 
 type S = Awaited<ReturnType<typeof testServer>>;
@@ -234,10 +235,7 @@ describe('runs API', () => {
     expect(allEv.at(-1).type).toBe('run.completed');
     expect(allEv.map((e: { seq: number }) => e.seq)).toEqual(allEv.map((_: unknown, i: number) => i + 1));
     // The log on disk has the same events.
-    const disk = readFileSync(join(s.dir, 'runs', id1, 'events.jsonl'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
+    const disk = scanEventLog(join(s.dir, 'runs', id1, 'events.jsonl'), id1).events;
     expect(disk).toEqual(allEv);
   });
 

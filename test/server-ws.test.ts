@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { CLOSE_SLOW } from '../runtime/src/server/index.js';
+import { scanEventLog } from '../runtime/src/store/event-log.js';
 import { EventsClient, isFinal, slowChain, stalledSubscriber, testServer, until } from './server/helpers.js';
 
 type S = Awaited<ReturnType<typeof testServer>>;
@@ -30,10 +30,7 @@ async function startRun(base: string, origin: string, flow: unknown): Promise<st
 }
 
 function logOf(dir: string, runId: string): RunEvent[] {
-  return readFileSync(join(dir, 'runs', runId, 'events.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  return scanEventLog(join(dir, 'runs', runId, 'events.jsonl'), runId).events;
 }
 
 describe('WebSocket run events', () => {

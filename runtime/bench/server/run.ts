@@ -211,8 +211,13 @@ async function chainVsReference(): Promise<void> {
     return (now() - t0) / STEPS;
   };
 
-  // Ours: the real server (log writes, per-turn checkpoint, catalog, hub).
-  const oursOnce = async (durability: 'os' | 'fsync'): Promise<{ perStep: number; lag: number }> => {
+  // Ours: the real server (log writes, per-turn checkpoint, catalog, hub). The client is a
+  // live view like the editor's (`provisional`: events once the OS has them, durability told
+  // after), or one that takes only events already on disk.
+  const oursOnce = async (
+    durability: 'os' | 'fsync',
+    provisional: boolean,
+  ): Promise<{ perStep: number; lag: number }> => {
     const dir = tmp();
     let runEnd = 0;
     let runStart = 0;
@@ -239,7 +244,7 @@ async function chainVsReference(): Promise<void> {
           ended = now();
           res();
         }
-      }).then((ws) => ws.send(JSON.stringify({ type: 'subscribe', flowId: 'chain' })));
+      }).then((ws) => ws.send(JSON.stringify({ type: 'subscribe', flowId: 'chain', provisional })));
     });
     await new Promise((r) => setTimeout(r, 50));
     await s.runs.start({ flow, input: 'go', source: 'api' });
@@ -254,12 +259,18 @@ async function chainVsReference(): Promise<void> {
   const ref: number[] = [];
   const refLag: number[] = [];
   const engineOnly: number[] = [];
-  const ours = { os: [] as number[], fsync: [] as number[] };
-  const oursLag = { os: [] as number[], fsync: [] as number[] };
+  const configs = {
+    os: { durability: 'os', provisional: true, key: 'serverNoFsync' },
+    fsync: { durability: 'fsync', provisional: true, key: 'serverTurnFsync' },
+    fsyncDurableOnly: { durability: 'fsync', provisional: false, key: 'serverTurnFsyncDurableClient' },
+  } as const;
+  type Config = keyof typeof configs;
+  const ours: Record<Config, number[]> = { os: [], fsync: [], fsyncDurableOnly: [] };
+  const oursLag: Record<Config, number[]> = { os: [], fsync: [], fsyncDurableOnly: [] };
   for (let k = 0; k < warmup + reps; k++) {
     const keep = k >= warmup;
     // Rotate the order so that none of them always runs first (or right after a server closed).
-    const order = ['ref', 'os', 'fsync', 'engine'] as const;
+    const order = ['ref', 'os', 'fsync', 'fsyncDurableOnly', 'engine'] as const;
     for (let i = 0; i < order.length; i++) {
       const what = order[(i + k) % order.length]!;
       if (what === 'engine') {
@@ -272,7 +283,7 @@ async function chainVsReference(): Promise<void> {
           refLag.push(x.lag);
         }
       } else {
-        const x = await oursOnce(what);
+        const x = await oursOnce(configs[what].durability, configs[what].provisional);
         if (keep) {
           ours[what].push(x.perStep);
           oursLag[what].push(x.lag);
@@ -286,11 +297,12 @@ async function chainVsReference(): Promise<void> {
     referenceWsMsPerStep: r3(med(ref)),
     referenceDeliveredAfterEndMs: r3(med(refLag)),
   };
-  for (const durability of ['os', 'fsync'] as const) {
-    out[durability === 'os' ? 'serverNoFsync' : 'serverTurnFsync'] = {
-      msPerStep: r3(med(ours[durability])),
-      ratioToReference: r3(med(ours[durability]) / med(ref)),
-      deliveredAfterRunEndMs: r3(med(oursLag[durability])),
+  for (const c of Object.keys(configs) as Config[]) {
+    out[configs[c].key] = {
+      msPerStep: r3(med(ours[c])),
+      ratioToReference: r3(med(ours[c]) / med(ref)),
+      deliveredAfterRunEndMs: r3(med(oursLag[c])),
+      deliveredAfterRunEndP90Ms: r3(pct(oursLag[c], 90)),
     };
   }
   results.chain100 = out;

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyWebsocket from '@fastify/websocket';
 import type { RunEvent } from '@switchboard/schemas';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { LogLine } from '../store/event-log.js';
 import { Store } from '../store/store.js';
 import { installErrorHandling } from './errors.js';
 import { EventHub, type HubOptions } from './event-hub.js';
@@ -191,19 +192,23 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     tools = ({ flow }) => createMcpToolHost(flow, { env: env as Record<string, string | undefined> });
   }
 
-  // Run events go to the hub after the log write, so nothing is seen before it is stored.
+  // Run events go to the hub once durable, so a client sees nothing that is not stored; to
+  // provisional clients also once written (they learn of durability after).
   let hub!: EventHub;
   const runs = new RunManager({
     ...options.runs,
     tools,
     store,
-    publish: (runId: string, events: RunEvent[], jsonl?: Buffer[]) => hub.publish(runId, events, jsonl),
+    publish: (runId: string, events: RunEvent[], lines?: LogLine[]) => hub.publish(runId, events, lines),
+    publishWritten: (runId: string, events: RunEvent[], lines: LogLine[]) =>
+      hub.publishWritten(runId, events, lines),
     logger: app.log,
   });
   hub = new EventHub(
     {
-      eventsAfter: (runId, after, limit) =>
-        store.catalog.data.runs[runId] ? store.readEvents(runId, after, limit) : undefined,
+      eventsAfter: (runId, after, limit, written) =>
+        store.catalog.data.runs[runId] ? store.readEvents(runId, after, limit, written) : undefined,
+      durableSeq: (runId) => store.durableSeq(runId),
       liveRunsOf: (flowId) =>
         Object.values(store.catalog.data.runs)
           .filter((r) => r.flowId === flowId && !FINAL.has(r.status))

@@ -2,16 +2,27 @@
  * Live run events over WebSocket. A client subscribes to one run or to every run of a flow,
  * with the last seq it has; it gets everything after that from the log, in order, then live.
  *
+ * By default a client gets only durable events (on disk: they survive a power loss). A
+ * connection that subscribes with `provisional: true` gets each event as soon as the OS has
+ * it — it survives the server dying, not yet a power loss — so a live view is not held back
+ * by the disk's sync; its frames carry `durable`, the seq through which the run is on disk,
+ * and a `{ type: 'durable', runId, seq }` message follows when that advances with no new
+ * events. Events up to `durable` never change; after a power loss those above it may be
+ * replaced by what the resumed run emits, which is why such a client resubscribes with its
+ * durable seq, not its last one. With fsync off (`os` durability) written is durable and both
+ * kinds of client get the same events at the same time.
+ *
  * Events published during one event-loop turn go out as one frame per run (a few, split at
  * the run's writes, when they pass a quarter of `maxBuffered`), built once and shared by
- * every subscriber (200 subscribers cost one frame); frames are assembled from the bytes the
- * log wrote (JSON lines), so a live event is serialised and encoded once in all. A client whose
+ * every subscriber (200 subscribers cost one frame); frames are assembled from the lines the
+ * log wrote (a JSON array of events each), so a live event is serialised and encoded once in all. A client whose
  * unsent data passes `maxBuffered` is closed with {@link CLOSE_SLOW} — it resubscribes with
  * its last seq and misses nothing — so a stalled reader never grows the server's memory by
  * more than that and one batch.
  */
 import type { RunEvent } from '@switchboard/schemas';
 import type { WebSocket } from 'ws';
+import type { LogLine } from '../store/event-log.js';
 
 /** Close code for a client that could not keep up; recover by resubscribing with the last seq. */
 export const CLOSE_SLOW = 4008;
@@ -21,8 +32,13 @@ export const CLOSE_POLICY = 4400;
 export const CLOSE_GOING_AWAY = 1001;
 
 export interface HubSource {
-  /** Durable events of a run after `after`; undefined when the run does not exist. */
-  eventsAfter(runId: string, after: number, limit: number): RunEvent[] | undefined;
+  /**
+   * Durable events of a run after `after` (with `written`, also those the OS has that are not
+   * yet synced); undefined when the run does not exist.
+   */
+  eventsAfter(runId: string, after: number, limit: number, written?: boolean): RunEvent[] | undefined;
+  /** The seq through which a run's log is durable. */
+  durableSeq(runId: string): number;
   /** Runs of a flow that are still live (not in a final state). */
   liveRunsOf(flowId: string): string[];
   flowOf(runId: string): string | undefined;
@@ -41,8 +57,12 @@ export interface HubOptions {
 
 interface Client {
   ws: WebSocket;
+  /** Takes events before they are durable (set by its first subscribe; fixed after). */
+  provisional: boolean | undefined;
   /** Last seq sent per run. */
   sent: Map<string, number>;
+  /** Provisional clients: the durable seq last told per run. */
+  durableSent: Map<string, number>;
   runs: Set<string>;
   flows: Set<string>;
   errors: number;
@@ -51,16 +71,21 @@ interface Client {
   catching: Set<string>;
 }
 
-interface Pending {
-  flowId: string | undefined;
+interface Batch {
   events: RunEvent[];
-  /** The events as JSON lines, when every publisher gave them. */
-  jsonl: Buffer[] | undefined;
+  /** The log lines the events were written in, when every publisher gave them. */
+  lines: LogLine[] | undefined;
 }
 
-const NL = 0x0a;
-const COMMA = 0x2c;
-const FRAME_END = Buffer.from(']}');
+interface Pending {
+  flowId: string | undefined;
+  /** Events that became durable (for every client). */
+  durable?: Batch;
+  /** Events written, not yet durable (for provisional clients). */
+  written?: Batch;
+}
+
+const COMMA = Buffer.from(',');
 
 interface Frame {
   data: Buffer | string;
@@ -70,34 +95,40 @@ interface Frame {
 }
 
 /**
- * `{"type":"events","runId":…,"events":[…]}` frames (UTF-8) from the events' JSON lines, as
- * written by the log: the lines are copied once and their newlines become commas (JSON
- * escapes every newline inside a string, so each newline byte ends a line). A batch bigger
- * than `budget` bytes becomes several frames, split between writes, so that no single frame
- * can exceed what a reader that keeps up may have unsent.
+ * `{"type":"events","runId":…,"events":[…]}` frames (UTF-8) from the log lines the events
+ * were written in: each line is a JSON array, so the frame's array is their contents joined
+ * by commas, copied once. A batch bigger than `budget` bytes becomes several frames, split
+ * between lines, so that no single frame can exceed what a reader that keeps up may have
+ * unsent. `durable` (for provisional clients) is added to each frame.
  */
-function framesOf(runId: string, jsonl: Buffer[], events: RunEvent[], budget: number): Frame[] {
+function framesOf(
+  runId: string,
+  lines: LogLine[],
+  events: RunEvent[],
+  budget: number,
+  durable: number | undefined,
+): Frame[] {
   const head = Buffer.from(`{"type":"events","runId":${JSON.stringify(runId)},"events":[`);
+  const end = Buffer.from(durable === undefined ? ']}' : `],"durable":${durable}}`);
   const frames: Frame[] = [];
   let done = 0;
-  for (let i = 0; i < jsonl.length; ) {
+  for (let i = 0; i < lines.length; ) {
+    // A line is `[` events `]` and a newline: its contents are 3 bytes shorter.
     let j = i;
-    let size = head.length + FRAME_END.length - 1;
-    do size += jsonl[j++]!.length;
-    while (j < jsonl.length && size + jsonl[j]!.length <= budget);
-    const out = Buffer.allocUnsafe(size);
-    head.copy(out, 0);
-    let pos = head.length;
-    for (let k = i; k < j; k++) pos += jsonl[k]!.copy(out, pos);
-    // Every line ends in a newline: all but the last become commas, the last the brackets.
-    let n = 1;
-    for (let at = out.indexOf(NL, head.length); at !== -1 && at < pos - 1; at = out.indexOf(NL, at + 1)) {
-      out[at] = COMMA;
-      n++;
+    let size = head.length + end.length - 1;
+    do size += lines[j++]!.bytes.length - 2;
+    while (j < lines.length && size + lines[j]!.bytes.length - 2 <= budget);
+    const parts: Buffer[] = [head];
+    let n = 0;
+    for (let k = i; k < j; k++) {
+      const b = lines[k]!.bytes;
+      if (k > i) parts.push(COMMA);
+      parts.push(b.subarray(1, b.length - 2));
+      n += lines[k]!.count;
     }
-    FRAME_END.copy(out, pos - 1);
+    parts.push(end);
     done += n;
-    frames.push({ data: out, n, last: events[done - 1]!.seq });
+    frames.push({ data: Buffer.concat(parts, size), n, last: events[done - 1]!.seq });
     i = j;
   }
   return frames;
@@ -135,25 +166,41 @@ export class EventHub {
   }
 
   /**
-   * Durable events (with their bytes as written, one JSON line each, when the caller has
-   * them); sent once the current callback is done. A run's group commit publishes at most once per
+   * Durable events (with the log lines they were written in, when the caller has them); sent once the current callback is done. A run's group commit publishes at most once per
    * event-loop turn, so that is one frame per run per turn — and it goes out in the same turn
    * as the write that made it durable, not after whatever the loop runs next (say, the run's
    * next slice). Returns how many clients watch the run (each costs a send per frame).
    */
-  publish(runId: string, events: RunEvent[], jsonl?: Buffer[]): number {
+  publish(runId: string, events: RunEvent[], lines?: LogLine[]): number {
+    return this.queue(runId, 'durable', events, lines);
+  }
+
+  /**
+   * Events the OS has that are not durable yet, for provisional clients (their durability is
+   * published later through `publish`). Returns how many clients watch the run.
+   */
+  publishWritten(runId: string, events: RunEvent[], lines: LogLine[]): number {
+    return this.queue(runId, 'written', events, lines);
+  }
+
+  private queue(runId: string, kind: 'durable' | 'written', events: RunEvent[], lines?: LogLine[]): number {
     let p = this.pending.get(runId);
     const flowId = p ? p.flowId : this.source.flowOf(runId);
     const watchers =
       (this.byRun.get(runId)?.size ?? 0) + (flowId === undefined ? 0 : (this.byFlow.get(flowId)?.size ?? 0));
     if (events.length === 0) return watchers;
     if (!p) {
-      p = { flowId, events: [], jsonl: [] };
+      p = { flowId };
       this.pending.set(runId, p);
     }
-    for (const e of events) p.events.push(e);
-    if (jsonl && p.jsonl) for (const b of jsonl) p.jsonl.push(b);
-    else p.jsonl = undefined;
+    let b = p[kind];
+    if (!b) {
+      b = { events: [], lines: [] };
+      p[kind] = b;
+    }
+    for (const e of events) b.events.push(e);
+    if (lines && b.lines) for (const x of lines) b.lines.push(x);
+    else b.lines = undefined;
     if (!this.scheduled) {
       this.scheduled = true;
       queueMicrotask(() => this.flush());
@@ -166,34 +213,69 @@ export class EventHub {
     this.scheduled = false;
     const batches = this.pending;
     this.pending = new Map();
-    for (const [runId, { flowId, events, jsonl }] of batches) {
+    for (const [runId, p] of batches) {
       const targets = new Set<Client>(this.byRun.get(runId));
-      if (flowId !== undefined) for (const c of this.byFlow.get(flowId) ?? []) targets.add(c);
+      if (p.flowId !== undefined) for (const c of this.byFlow.get(p.flowId) ?? []) targets.add(c);
       if (targets.size === 0) continue;
-      let shared: Frame[] | undefined;
-      const first = events[0]!.seq;
-      const last = events.at(-1)!.seq;
-      for (const c of targets) {
-        if (c.closing || c.catching.has(runId)) continue;
-        const sent = c.sent.get(runId) ?? 0;
-        if (sent >= last || this.stalled(c)) continue;
-        if (sent < first) {
-          shared ??= jsonl
-            ? framesOf(runId, jsonl, events, this.maxBuffered / 4)
-            : [{ data: JSON.stringify({ type: 'events', runId, events }), n: events.length, last }];
-          for (const f of shared) {
-            c.sent.set(runId, f.last);
-            this.send(c, f.data, f.n);
-          }
-        } else {
-          // Seqs in a batch are contiguous: the unsent ones are a suffix (rare: a client that
-          // caught up into this batch).
-          c.sent.set(runId, last);
-          const rest = events.slice(sent - first + 1);
-          this.send(c, JSON.stringify({ type: 'events', runId, events: rest }), rest.length);
-        }
-      }
+      const durableTargets: Client[] = [];
+      const provisionalTargets: Client[] = [];
+      for (const c of targets) (c.provisional ? provisionalTargets : durableTargets).push(c);
+      if (p.durable && durableTargets.length > 0) this.sendBatch(runId, p.durable, durableTargets, undefined);
+      if (provisionalTargets.length === 0) continue;
+      const durable = this.source.durableSeq(runId);
+      // The newest events known: those just written, or (fsync off) those just durable.
+      const live = p.written ?? p.durable;
+      if (live) this.sendBatch(runId, live, provisionalTargets, durable);
+      for (const c of provisionalTargets) this.tellDurable(c, runId, durable);
     }
+  }
+
+  /**
+   * Sends a batch to the clients that lack some of it: one set of frames shared by all that
+   * lack all of it. `durable` (provisional clients) goes in the frames.
+   */
+  private sendBatch(runId: string, b: Batch, targets: Client[], durable: number | undefined): void {
+    let shared: Frame[] | undefined;
+    const { events, lines } = b;
+    const first = events[0]!.seq;
+    const last = events.at(-1)!.seq;
+    for (const c of targets) {
+      if (c.closing || c.catching.has(runId)) continue;
+      const sent = c.sent.get(runId) ?? 0;
+      if (sent >= last || this.stalled(c)) continue;
+      if (sent < first) {
+        shared ??= lines
+          ? framesOf(runId, lines, events, this.maxBuffered / 4, durable)
+          : [{ data: this.frameJson(runId, events, durable), n: events.length, last }];
+        for (const f of shared) {
+          c.sent.set(runId, f.last);
+          this.send(c, f.data, f.n);
+        }
+      } else {
+        // Seqs in a batch are contiguous: the unsent ones are a suffix (rare: a client that
+        // caught up into this batch).
+        c.sent.set(runId, last);
+        const rest = events.slice(sent - first + 1);
+        this.send(c, this.frameJson(runId, rest, durable), rest.length);
+      }
+      if (durable !== undefined) c.durableSent.set(runId, Math.min(durable, last));
+    }
+  }
+
+  private frameJson(runId: string, events: RunEvent[], durable: number | undefined): string {
+    return JSON.stringify(
+      durable === undefined ? { type: 'events', runId, events } : { type: 'events', runId, events, durable },
+    );
+  }
+
+  /** Tells a provisional client how far the run is durable, when that moved past what it was told. */
+  private tellDurable(c: Client, runId: string, durable: number): void {
+    if (c.closing || c.catching.has(runId)) return;
+    // Never past what the client has been sent: it is told about events it holds.
+    const seq = Math.min(durable, c.sent.get(runId) ?? 0);
+    if (seq <= (c.durableSent.get(runId) ?? 0)) return;
+    c.durableSent.set(runId, seq);
+    this.reply(c, { type: 'durable', runId, seq });
   }
 
   /**
@@ -241,7 +323,9 @@ export class EventHub {
   attach(ws: WebSocket): void {
     const c: Client = {
       ws,
+      provisional: undefined,
       sent: new Map(),
+      durableSent: new Map(),
       runs: new Set(),
       flows: new Set(),
       errors: 0,
@@ -296,6 +380,16 @@ export class EventHub {
       return this.bad(c, 'too-many-subscriptions', `at most ${this.maxSubscriptions} per connection`);
     const seqOf = (v: unknown): number | undefined =>
       v === undefined ? 0 : Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined;
+    if (msg.provisional !== undefined && typeof msg.provisional !== 'boolean')
+      return this.bad(c, 'bad-message', '"provisional" must be true or false');
+    const provisional = msg.provisional === true;
+    // One kind per connection: a run's frames are shared by the clients of one kind.
+    if (c.provisional !== undefined && c.provisional !== provisional)
+      return this.bad(
+        c,
+        'bad-message',
+        `this connection subscribed ${c.provisional ? 'with' : 'without'} "provisional"; open another for the other kind`,
+      );
     if (typeof msg.runId === 'string') {
       if (!ID_RE.test(msg.runId)) return this.bad(c, 'bad-message', 'runId is not a valid id');
       const after = seqOf(msg.after);
@@ -303,6 +397,7 @@ export class EventHub {
       const runId = msg.runId;
       if (this.source.eventsAfter(runId, after, 0) === undefined)
         return this.bad(c, 'not-found', `no run ${runId}`);
+      c.provisional = provisional;
       c.runs.add(runId);
       const set = this.byRun.get(runId) ?? new Set<Client>();
       this.byRun.set(runId, set);
@@ -324,6 +419,7 @@ export class EventHub {
           afterMap[k] = s;
         }
       }
+      c.provisional = provisional;
       c.flows.add(flowId);
       const set = this.byFlow.get(flowId) ?? new Set<Client>();
       this.byFlow.set(flowId, set);
@@ -351,12 +447,19 @@ export class EventHub {
     if (c.catching.has(runId)) return;
     c.catching.add(runId);
     const loop = async () => {
+      const provisional = c.provisional === true;
       while (!c.closing) {
         const sent = c.sent.get(runId) ?? 0;
-        const chunk = this.source.eventsAfter(runId, sent, this.historyChunk) ?? [];
+        const chunk = this.source.eventsAfter(runId, sent, this.historyChunk, provisional) ?? [];
         if (chunk.length === 0) break;
-        c.sent.set(runId, chunk.at(-1)!.seq);
-        const frame = JSON.stringify({ type: 'events', runId, events: chunk });
+        const last = chunk.at(-1)!.seq;
+        c.sent.set(runId, last);
+        let durable: number | undefined;
+        if (provisional) {
+          durable = this.source.durableSeq(runId);
+          c.durableSent.set(runId, Math.min(durable, last));
+        }
+        const frame = this.frameJson(runId, chunk, durable);
         this.stats.frames++;
         this.stats.events += chunk.length;
         // The callback of a send runs once that frame reached the kernel.
@@ -364,6 +467,8 @@ export class EventHub {
         if (c.ws.bufferedAmount > this.maxBuffered / 2) await this.drained(c, written);
       }
       c.catching.delete(runId);
+      // Durability that advanced while it caught up (live notices wait meanwhile).
+      if (provisional) this.tellDurable(c, runId, this.source.durableSeq(runId));
     };
     loop().catch(() => this.drop(c, CLOSE_SLOW, 'catch-up failed: resubscribe with your last seq'));
   }

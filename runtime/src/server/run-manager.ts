@@ -22,7 +22,7 @@ import type {
 } from '../engine/types.js';
 import type { RunRecord } from '../store/catalog.js';
 import { StoreError } from '../store/errors.js';
-import type { EventLog } from '../store/event-log.js';
+import type { EventLog, LogLine } from '../store/event-log.js';
 import type { GroupCommit } from '../store/group-commit.js';
 import type { RunSpec } from '../store/run-files.js';
 import type { Store } from '../store/store.js';
@@ -45,10 +45,15 @@ const RESOLVED = Promise.resolve();
 export interface RunManagerOptions {
   store: Store;
   /**
-   * Receives each batch of events once it is durable, with their bytes as written (JSON
-   * lines); may return how many clients watch the run.
+   * Receives each batch of events once it is durable, with the log lines they were written
+   * in; may return how many clients watch the run.
    */
-  publish?: (runId: string, events: RunEvent[], jsonl?: Buffer[]) => number | undefined;
+  publish?: (runId: string, events: RunEvent[], lines?: LogLine[]) => number | undefined;
+  /**
+   * Receives each batch of events as soon as it is written to the OS, before it is durable
+   * (only when the store fsyncs; otherwise written is durable and `publish` has them at once).
+   */
+  publishWritten?: (runId: string, events: RunEvent[], lines: LogLine[]) => number | undefined;
   /** The interpreter; loaded lazily from ../engine/index.js by default. */
   runFlow?: RunFlow;
   models?: RunOptions['models'];
@@ -342,10 +347,16 @@ export class RunManager {
 
   /** Publishes a run's events once durable, and reports a store that can no longer write. */
   private watch(runId: string, commit: GroupCommit, policy?: CheckpointPolicy): void {
-    const publish = this.o.publish;
+    const { publish, publishWritten } = this.o;
     commit.onDurable = publish
-      ? (events, jsonl) => {
-          const watchers = publish(runId, events, jsonl);
+      ? (events, lines) => {
+          const watchers = publish(runId, events, lines);
+          if (typeof watchers === 'number') policy?.watchedBy(watchers);
+        }
+      : undefined;
+    commit.onWritten = publishWritten
+      ? (events, lines) => {
+          const watchers = publishWritten(runId, events, lines);
           if (typeof watchers === 'number') policy?.watchedBy(watchers);
         }
       : undefined;

@@ -16,7 +16,7 @@ import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { RunCheckpoint } from '../engine/types.js';
 import { writeFileAtomicSync } from './atomic.js';
 import { StoreError } from './errors.js';
-import { fdatasyncAsync, writeAll } from './fd-io.js';
+import { DataSync, writeAll } from './fd-io.js';
 import type { ShapeCheck } from './json-file.js';
 
 export interface CheckpointRead {
@@ -82,10 +82,7 @@ export function readCheckpointLog(
 export class CheckpointLog {
   private fd: number;
   private size: number;
-  /** Written since the last fdatasync began. */
-  private dirty = false;
-  /** The latest fdatasync, while it runs. */
-  private syncing: Promise<void> | undefined;
+  private readonly syncs = new DataSync();
   private closed = false;
 
   constructor(
@@ -108,17 +105,21 @@ export class CheckpointLog {
    * durable. `durable` is the newest checkpoint already synced together with the log under
    * it: a compaction keeps it in front of the new one, so until the new one and its log are
    * synced a power loss still finds a checkpoint the log covers.
+   *
+   * Returns `compacted` when the file was replaced instead: that replacement is already
+   * durable (when `fsync`), so it needs no `sync()`.
    */
-  append(text: string, durable?: string): void {
+  append(text: string, durable?: string): 'appended' | 'compacted' {
     const line = Buffer.from(text);
     if (this.compactsWith(line.length)) {
       writeFileAtomicSync(this.file, this.compacted(line, durable), { fsync: this.fsync });
       this.reopen();
-      return;
+      return 'compacted';
     }
     writeAll(this.fd, line);
     this.size += line.length;
-    this.dirty = true;
+    this.syncs.wrote();
+    return 'appended';
   }
 
   private compacted(line: Buffer, durable: string | undefined): Buffer {
@@ -130,26 +131,26 @@ export class CheckpointLog {
     const old = this.fd;
     this.fd = openSync(this.file, 'a', 0o600);
     this.size = fstatSync(this.fd).size;
-    this.dirty = false;
+    this.syncs.forget();
     const closeOld = () => {
       try {
         closeSync(old);
       } catch {}
     };
-    if (this.syncing) void this.syncing.then(closeOld, closeOld);
+    const running = this.syncs.running;
+    if (running) void running.then(closeOld, closeOld);
     else closeOld();
   }
 
   /** Resolves once every checkpoint appended so far is on disk (see EventLog.sync). */
   sync(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    if (!this.dirty) return this.syncing ?? Promise.resolve();
-    this.dirty = false;
-    const p: Promise<void> = fdatasyncAsync(this.fd).finally(() => {
-      if (this.syncing === p) this.syncing = undefined;
-    });
-    this.syncing = p;
-    return p;
+    return this.syncs.sync(this.fd);
+  }
+
+  /** Whether something was appended since the last fdatasync began. */
+  get needsSync(): boolean {
+    return !this.closed && this.syncs.needed;
   }
 
   close(): void {

@@ -1,20 +1,22 @@
 /**
  * One append-only JSON-lines event log per run: the file and the run's events in memory. It
- * does not decide when to write — the run's group commit (group-commit.ts) does: appended
- * events reach the file in one `write` on an O_APPEND descriptor per call of `write()`, so an
- * append costs the same at event 10 and event 10,000, and each event is serialised and
- * encoded once (the bytes are kept until they are durable: the WebSocket frames reuse them).
+ * does not decide when to write — the run's group commit (group-commit.ts) does: each call of
+ * `write()` appends the events handed over since the last one as one line, a JSON array, in
+ * one `write` on an O_APPEND descriptor, so an append costs the same at event 10 and event
+ * 10,000, and a batch is serialised in one `JSON.stringify` and encoded once (the bytes are
+ * kept until they are durable: the WebSocket frames are made of them).
  *
- * Readers see only durable events (`after`), so nothing is served before it is on disk in the
- * store's durability mode.
+ * Readers see only durable events (`after`) unless they ask for written ones too, so nothing
+ * is served as durable before it is on disk in the store's durability mode.
  *
  * Opening scans the file: a torn last record (no newline, or not JSON) is cut; anything wrong
- * before the tail is corruption and is reported, never skipped.
+ * before the tail is corruption and is reported, never skipped. A line holding one event
+ * object (how logs were written before batches) reads as a batch of one.
  */
 import { closeSync, fdatasyncSync, ftruncateSync, openSync, readFileSync } from 'node:fs';
 import type { RunEvent } from '@switchboard/schemas';
 import { StoreError } from './errors.js';
-import { fdatasyncAsync, writeAll } from './fd-io.js';
+import { DataSync, writeAll } from './fd-io.js';
 
 export interface ScanResult {
   events: RunEvent[];
@@ -26,6 +28,24 @@ export interface ScanResult {
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** What is wrong with one parsed line, given the events before it; undefined when nothing is. */
+function lineProblem(value: unknown, before: RunEvent[], runId: string | undefined): string | undefined {
+  const items = Array.isArray(value) ? value : [value];
+  if (items.length === 0) return 'the record is an empty batch';
+  let prev = before.at(-1)?.seq;
+  for (const ev of items) {
+    if (!isObj(ev) || typeof ev.type !== 'string' || !Number.isInteger(ev.seq))
+      return 'the record is not an event (type, seq)';
+    // Nested (delegated) runs share the parent's log and seq, with ids `<runId>~N`.
+    if (runId !== undefined && ev.runId !== runId && !String(ev.runId).startsWith(`${runId}~`))
+      return `the record belongs to run ${String(ev.runId)}`;
+    const expected = (prev ?? (ev.seq as number) - 1) + 1;
+    if (ev.seq !== expected) return `seq ${String(ev.seq)} where ${expected} was expected`;
+    prev = ev.seq as number;
+  }
+  return undefined;
+}
 
 /** Reads and checks a log without changing it. */
 export function scanEventLog(file: string, runId?: string): ScanResult {
@@ -46,32 +66,29 @@ export function scanEventLog(file: string, runId?: string): ScanResult {
     line++;
     const end = nl === -1 ? buf.length : nl;
     const text = buf.toString('utf8', pos, end);
-    let ev: unknown;
+    let value: unknown;
+    let parsed = false;
     let problem: string | undefined;
     if (nl === -1) problem = 'the last record has no newline (torn write)';
     else {
       try {
-        ev = JSON.parse(text);
-        if (!isObj(ev) || typeof ev.type !== 'string' || !Number.isInteger(ev.seq))
-          problem = 'the record is not an event (type, seq)';
-        else if (runId !== undefined && ev.runId !== runId && !String(ev.runId).startsWith(`${runId}~`))
-          // Nested (delegated) runs share the parent's log and seq, with ids `<runId>~N`.
-          problem = `the record belongs to run ${String(ev.runId)}`;
-        else {
-          const expected = (events.at(-1)?.seq ?? (ev.seq as number) - 1) + 1;
-          if (ev.seq !== expected) problem = `seq ${String(ev.seq)} where ${expected} was expected`;
-        }
+        value = JSON.parse(text);
+        parsed = true;
+        problem = lineProblem(value, events, runId);
       } catch (e) {
         problem = `not JSON: ${(e as Error).message}`;
       }
     }
     if (problem !== undefined) {
+      // Only a last line that did not make it whole is torn; a whole record that is wrong is damage.
       const isTail = nl === -1 || nl === buf.length - 1;
-      if (isTail && (nl === -1 || !(isObj(ev) && Number.isInteger(ev.seq))))
+      const whole = parsed && (Array.isArray(value) || (isObj(value) && Number.isInteger(value.seq)));
+      if (isTail && (nl === -1 || !whole))
         return { events, goodBytes: pos, torn: { bytes: buf.length - pos, reason: problem } };
       throw new StoreError('corrupt-log', `${file}: line ${line}: ${problem}`, file);
     }
-    events.push(ev as RunEvent);
+    if (Array.isArray(value)) for (const ev of value) events.push(ev as RunEvent);
+    else events.push(value as RunEvent);
     pos = end + 1;
   }
   if (events.length > 0 && events[0]!.seq !== 1)
@@ -83,19 +100,27 @@ export function scanEventLog(file: string, runId?: string): ScanResult {
   return { events, goodBytes: pos };
 }
 
-/** One write: its bytes, and the count of events up to its end. */
-interface Written {
-  end: number;
+/**
+ * One write of the log as it is on disk: a JSON array of events and a newline, and how many
+ * events it holds.
+ */
+export interface LogLine {
   bytes: Buffer;
+  count: number;
 }
 
-/** Events that just became durable, and their bytes as written: one JSON line per event. */
+/** One write: its line, and the count of events up to its end. */
+interface Written extends LogLine {
+  end: number;
+}
+
+/** Events that just became durable (or written), and the lines they were written in. */
 export interface DurableBatch {
   events: RunEvent[];
-  jsonl: Buffer[];
+  lines: LogLine[];
 }
 
-const NONE: DurableBatch = { events: [], jsonl: [] };
+const NONE: DurableBatch = { events: [], lines: [] };
 
 export class EventLog {
   private fd: number;
@@ -104,14 +129,13 @@ export class EventLog {
   readonly events: RunEvent[];
   /** Writes not yet durable. */
   private chunks: Written[] = [];
+  /** The latest write: where its events start, and its line. */
+  private lastWrite: { from: number; line: LogLine } | undefined;
   /** How many of `events` were handed to the OS. */
   private writtenCount: number;
   /** How many of `events` are durable; reads never see more. */
   private durableCount: number;
-  /** Written since the last fdatasync began (to skip needless ones). */
-  private dirty = false;
-  /** The latest fdatasync, while it runs. */
-  private syncing: Promise<void> | undefined;
+  private readonly syncs = new DataSync();
 
   private constructor(
     readonly file: string,
@@ -168,23 +192,26 @@ export class EventLog {
   }
 
   /**
-   * Hands the appended events to the OS in one write; false when there was nothing new. The
-   * bytes are kept until they are durable: the WebSocket frames are made of them.
+   * Hands the appended events to the OS in one write, as one line; false when there was
+   * nothing new. The bytes are kept until they are durable: the WebSocket frames are made of
+   * them.
    *
-   * Events are serialised here, in one tight loop per write, not one by one as they come
+   * A batch is serialised here in one `JSON.stringify`, not event by event as they come
    * between the engine's steps (which costs more): an event is handed over whole and never
    * changed after (reads of the log in memory rely on that too).
    */
   write(): boolean {
     const n = this.events.length;
-    if (n === this.writtenCount || this.closed) return false;
-    let text = '';
-    for (let i = this.writtenCount; i < n; i++) text += `${JSON.stringify(this.events[i])}\n`;
-    const bytes = Buffer.from(text);
+    const from = this.writtenCount;
+    if (n === from || this.closed) return false;
+    const batch = from === 0 ? this.events : this.events.slice(from, n);
+    const bytes = Buffer.from(`${JSON.stringify(batch)}\n`);
     writeAll(this.fd, bytes);
-    this.chunks.push({ end: n, bytes });
+    const line = { bytes, count: n - from };
+    this.chunks.push({ end: n, ...line });
+    this.lastWrite = { from, line };
     this.writtenCount = n;
-    this.dirty = true;
+    this.syncs.wrote();
     return true;
   }
 
@@ -194,13 +221,19 @@ export class EventLog {
    */
   sync(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    if (!this.dirty) return this.syncing ?? Promise.resolve();
-    this.dirty = false;
-    const p: Promise<void> = fdatasyncAsync(this.fd).finally(() => {
-      if (this.syncing === p) this.syncing = undefined;
-    });
-    this.syncing = p;
-    return p;
+    return this.syncs.sync(this.fd);
+  }
+
+  /** Whether something was written since the last fdatasync began. */
+  get needsSync(): boolean {
+    return !this.closed && this.syncs.needed;
+  }
+
+  /** The events of the latest write and its line (what provisional readers get at once). */
+  lastWritten(): DurableBatch {
+    const w = this.lastWrite;
+    if (!w) return NONE;
+    return { events: this.events.slice(w.from, w.from + w.line.count), lines: [w.line] };
   }
 
   /**
@@ -214,14 +247,18 @@ export class EventLog {
     const done = this.chunks.splice(0, k);
     const events = this.events.slice(this.durableCount, done[k - 1]!.end);
     this.durableCount = done[k - 1]!.end;
-    return { events, jsonl: done.map((c) => c.bytes) };
+    return { events, lines: done };
   }
 
-  /** Durable events with seq > after, at most `limit`. */
-  after(after: number, limit = Number.POSITIVE_INFINITY): RunEvent[] {
+  /**
+   * Events with seq > after, at most `limit`: durable ones, or with `written` every one handed
+   * to the OS (it survives the process, not yet a power loss).
+   */
+  after(after: number, limit = Number.POSITIVE_INFINITY, written = false): RunEvent[] {
     const first = this.events[0]?.seq ?? 1;
     const start = Math.max(0, after - first + 1);
-    return this.events.slice(start, Math.min(this.durableCount, start + Math.min(limit, this.events.length)));
+    const end = written ? this.writtenCount : this.durableCount;
+    return this.events.slice(start, Math.min(end, start + Math.min(limit, this.events.length)));
   }
 
   /** Writes what is left, fsyncs and closes (standalone use; a run's group commit closes its own). */

@@ -4,8 +4,55 @@ import { promisify } from 'node:util';
 
 export const fdatasyncAsync = promisify(fdatasync);
 
+const RESOLVED = Promise.resolve();
+
 /** Writes all of `buf` (a short write, as on a full disk, continues where it stopped). */
 export function writeAll(fd: number, buf: Buffer): void {
   let off = 0;
   while (off < buf.length) off += writeSync(fd, buf, off);
+}
+
+/**
+ * The fdatasyncs of one file: whether something was written since the last one began, and
+ * the latest one while it runs. An fdatasync covers every page written before it began, so a
+ * write made while one runs needs another.
+ */
+export class DataSync {
+  private dirty = false;
+  private last: Promise<void> | undefined;
+
+  /** Notes a write that the next sync must cover. */
+  wrote(): void {
+    this.dirty = true;
+  }
+
+  /** Whether something was written since the last sync began. */
+  get needed(): boolean {
+    return this.dirty;
+  }
+
+  /** The latest sync, while it runs. */
+  get running(): Promise<void> | undefined {
+    return this.last;
+  }
+
+  /** Forgets unsynced writes (the file was replaced durably by other means). */
+  forget(): void {
+    this.dirty = false;
+  }
+
+  /**
+   * Resolves once everything written so far is on disk: starts an fdatasync of `fd` when
+   * something was written since the last one began (even beside a running one), else waits
+   * for the running one, if any.
+   */
+  sync(fd: number): Promise<void> {
+    if (!this.dirty) return this.last ?? RESOLVED;
+    this.dirty = false;
+    const p: Promise<void> = fdatasyncAsync(fd).finally(() => {
+      if (this.last === p) this.last = undefined;
+    });
+    this.last = p;
+    return p;
+  }
 }

@@ -6,30 +6,24 @@
  * turn are superseded), so a checkpoint never points past the log. Handing over returns at
  * once: a killed process loses nothing the OS has.
  *
- * With `fsync`, one fdatasync of both files runs in the background after a write, and what
- * the run hands over meanwhile waits in memory and is written when it is done (then synced
- * in turn): a slow disk costs fewer, larger syncs rather than a stall per turn, and nothing
- * is appended to a file while it syncs — on ext4 such a write waits for the journal commit,
- * and the run would wait with it. Only the last write of a run, at close, goes ahead at once,
- * its sync overlapping the running one (an fdatasync covers every page written before it
- * began, even pages another one is writing back).
+ * With `fsync`, each file has its own fdatasync running in the background, one at a time: when
+ * it ends and more was written meanwhile, the next one starts and covers all of that. Writes
+ * never wait for a sync (an append beside a running fdatasync costs what it costs alone), so
+ * what a run emits leaves memory at the end of its turn, and the sync that makes the last of
+ * it durable starts right after the run's last write — beside a running one if need be, since
+ * the clients wait for it. The checkpoint file's sync never holds back the events.
  *
  * Events become durable — readable, and passed to `onDurable` for the clients — once written
- * (without `fsync`) or once the sync of the log that covers them is done. `durable()` waits
- * for the checkpoint file too, e.g. before a tool call is journaled against the last one.
+ * (without `fsync`) or once the sync of the log that covers them is done; with `fsync` each
+ * write is also passed to `onWritten` at once, for readers that take events before they are
+ * durable and learn of their durability later. `durable()` waits for the checkpoint file too,
+ * e.g. before a tool call is journaled against the last one.
  */
 import type { RunEvent } from '@switchboard/schemas';
 import type { RunCheckpoint } from '../engine/types.js';
 import type { CheckpointLog } from './checkpoint-log.js';
 import { StoreError } from './errors.js';
-import type { EventLog } from './event-log.js';
-
-/**
- * fdatasyncs of one run at a time (the last write of a run, at close, may add one): measured
- * on ext4, letting a second one start while the first runs costs the run more in stalled
- * writes than it saves in latency.
- */
-const MAX_SYNCS = 1;
+import type { EventLog, LogLine } from './event-log.js';
 
 interface Waiter {
   gen: number;
@@ -37,25 +31,43 @@ interface Waiter {
   reject: (e: Error) => void;
 }
 
+/**
+ * One file's writes and syncs, counted in flushes (`gen`): the last flush that wrote to it,
+ * and the last flush all of whose writes to it are known synced.
+ */
+interface FileState {
+  writtenGen: number;
+  syncedGen: number;
+  running: number;
+}
+
+const fileState = (): FileState => ({ writtenGen: 0, syncedGen: 0, running: 0 });
+
 export class GroupCommit {
-  /** Receives the events that just became durable, with their bytes as written (JSON lines). */
-  onDurable?: (events: RunEvent[], jsonl: Buffer[]) => void;
+  /** Receives the events that just became durable, with the lines they were written in. */
+  onDurable?: (events: RunEvent[], lines: LogLine[]) => void;
+  /**
+   * With `fsync`: receives the events of each write as soon as the OS has them (they survive
+   * the process dying, not yet a power loss), before `onDurable` has them.
+   */
+  onWritten?: (events: RunEvent[], lines: LogLine[]) => void;
   /** Told once when a write or sync fails; nothing is durable after that. */
   onError?: (e: Error) => void;
   private failure: Error | undefined;
   private scheduled = false;
   /** The latest checkpoint handed over and not yet written. */
   private cpLine: string | undefined;
-  /** The last checkpoint written, and the last one synced with the log under it. */
-  private cpWritten: string | undefined;
+  /** Checkpoints written but not yet known durable with the log under them, oldest first. */
+  private cpPending: Array<{ gen: number; line: string }> = [];
+  /** The newest checkpoint synced together with the log under it (a compaction keeps it). */
   private cpDurable: string | undefined;
   private checkpoints: CheckpointLog | undefined;
-  /** Flushes that wrote something, and the last of them known durable. */
+  /** Flushes that wrote something. */
   private flushedGen = 0;
-  private durableGen = 0;
-  /** The syncs running (fsync mode), and whether a flush came while the most allowed did. */
+  private readonly logFile = fileState();
+  private readonly cpFile = fileState();
+  /** The syncs running (fsync mode). */
   private readonly syncs = new Set<Promise<void>>();
-  private again = false;
   private closing = false;
   private waiters: Waiter[] = [];
   private closed = false;
@@ -104,7 +116,7 @@ export class GroupCommit {
     if (this.scheduled) this.flush();
   };
 
-  /** Writes everything pending now (log, then checkpoint) — with `fsync`, once no sync runs. */
+  /** Writes everything pending now (log, then checkpoint) and starts the syncs it needs. */
   flush(): void {
     this.scheduled = false;
     if (!this.closed) this.write();
@@ -112,48 +124,90 @@ export class GroupCommit {
 
   private write(): void {
     if (this.failure) return;
-    // The last write of a run does not wait: nothing is left to stall, and the clients wait.
-    if (this.syncs.size >= MAX_SYNCS && !this.closing) {
-      this.again = true;
-      return;
-    }
     const cp = this.cpLine;
+    let wroteLog: boolean;
+    let cpWrite: 'appended' | 'compacted' | undefined;
     try {
-      const wroteLog = this.log.write();
+      wroteLog = this.log.write();
       if (cp !== undefined) {
         this.checkpoints ??= this.openCheckpoints();
-        this.checkpoints.append(cp, this.fsync ? this.cpDurable : undefined);
+        cpWrite = this.checkpoints.append(cp, this.fsync ? this.cpDurable : undefined);
         this.cpLine = undefined;
       }
-      if (!wroteLog && cp === undefined) return;
     } catch (e) {
       this.fail(e as Error);
       return;
     }
+    if (!wroteLog && cpWrite === undefined) return;
     const gen = ++this.flushedGen;
-    if (this.fsync) this.sync(gen, cp ?? this.cpWritten);
-    else this.reached(gen, this.log.written);
-    if (cp !== undefined) this.cpWritten = cp;
+    if (wroteLog) this.logFile.writtenGen = gen;
+    if (cpWrite !== undefined) {
+      this.cpFile.writtenGen = gen;
+      // A compaction replaced the file durably: nothing of it is left to sync.
+      if (cpWrite === 'compacted' || !this.fsync) this.cpFile.syncedGen = gen;
+      if (this.fsync) this.cpPending.push({ gen, line: cp! });
+    }
+    if (!this.fsync) {
+      this.logFile.syncedGen = gen;
+      this.eventsReached(this.log.written);
+    } else {
+      this.syncLog();
+      this.syncCheckpoints();
+      if (wroteLog && this.onWritten) {
+        const { events, lines } = this.log.lastWritten();
+        this.onWritten(events, lines);
+      }
+    }
+    this.settle();
   }
 
-  private sync(gen: number, cp: string | undefined): void {
+  /**
+   * Starts the log's next fdatasync when something was written since the last one began and
+   * none runs — or beside a running one once the run is closing, so the clients wait for one
+   * sync after the last write and not for the end of an earlier one too.
+   */
+  private syncLog(): void {
+    const f = this.logFile;
+    if (!this.log.needsSync || (f.running > 0 && !this.closing)) return;
+    const gen = this.flushedGen;
     const count = this.log.written;
-    // Events count once the log is synced; the checkpoint file's sync (for `durable()`) may
-    // finish later without holding them back.
-    const logSynced = this.log.sync().then(() => this.eventsReached(count));
-    const p: Promise<void> = Promise.all([logSynced, this.checkpoints?.sync()]).then(
+    this.track(
+      f,
+      gen,
+      this.log.sync(),
+      () => this.eventsReached(count),
+      () => this.syncLog(),
+    );
+  }
+
+  private syncCheckpoints(): void {
+    const f = this.cpFile;
+    const cps = this.checkpoints;
+    if (!cps?.needsSync || (f.running > 0 && !this.closing)) return;
+    this.track(
+      f,
+      this.flushedGen,
+      cps.sync(),
+      () => {},
+      () => this.syncCheckpoints(),
+    );
+  }
+
+  /** Follows one sync covering the writes of flushes up to `gen`. */
+  private track(f: FileState, gen: number, sync: Promise<void>, reached: () => void, next: () => void): void {
+    f.running++;
+    const p: Promise<void> = sync.then(
       () => {
+        f.running--;
         this.syncs.delete(p);
-        if (gen > this.durableGen) {
-          this.cpDurable = cp;
-          this.reached(gen, count);
-        }
-        if (this.again && this.syncs.size < MAX_SYNCS) {
-          this.again = false;
-          this.write();
-        }
+        if (gen > f.syncedGen) f.syncedGen = gen;
+        reached();
+        this.settle();
+        // What was written while it ran.
+        next();
       },
       (e: unknown) => {
+        f.running--;
         this.syncs.delete(p);
         this.fail(e as Error);
       },
@@ -161,24 +215,33 @@ export class GroupCommit {
     this.syncs.add(p);
   }
 
-  /** The first `count` events are durable: readable, and passed on. */
-  private eventsReached(count: number): void {
-    if (this.failure) return;
-    const { events, jsonl } = this.log.markDurable(count);
-    if (events.length > 0) this.onDurable?.(events, jsonl);
+  /** Whether all writes of flushes up to `gen` (a flush that happened) to one file are on disk. */
+  private covered(f: FileState, gen: number): boolean {
+    return gen <= this.flushedGen && (f.syncedGen >= gen || f.writtenGen <= f.syncedGen);
   }
 
-  /** Flush `gen` (log and checkpoint, the first `count` events) is durable. */
-  private reached(gen: number, count: number): void {
-    this.durableGen = gen;
-    this.eventsReached(count);
+  /** Notes the checkpoints now durable with their log and releases the waiters that can go. */
+  private settle(): void {
+    while (this.cpPending.length > 0) {
+      const { gen, line } = this.cpPending[0]!;
+      if (!this.covered(this.logFile, gen) || !this.covered(this.cpFile, gen)) break;
+      this.cpDurable = line;
+      this.cpPending.shift();
+    }
     if (this.waiters.length === 0) return;
     const still: Waiter[] = [];
     for (const w of this.waiters) {
-      if (w.gen <= gen) w.resolve();
+      if (this.covered(this.logFile, w.gen) && this.covered(this.cpFile, w.gen)) w.resolve();
       else still.push(w);
     }
     this.waiters = still;
+  }
+
+  /** The first `count` events are durable: readable, and passed on. */
+  private eventsReached(count: number): void {
+    if (this.failure) return;
+    const { events, lines } = this.log.markDurable(count);
+    if (events.length > 0) this.onDurable?.(events, lines);
   }
 
   private fail(e: Error): void {
@@ -200,7 +263,7 @@ export class GroupCommit {
     // What is not written yet goes in the next write.
     const pending = this.log.hasPending || this.cpLine !== undefined;
     const gen = pending ? this.flushedGen + 1 : this.flushedGen;
-    if (gen <= this.durableGen) return Promise.resolve();
+    if (this.covered(this.logFile, gen) && this.covered(this.cpFile, gen)) return Promise.resolve();
     return new Promise((resolve, reject) => this.waiters.push({ gen, resolve, reject }));
   }
 

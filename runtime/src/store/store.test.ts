@@ -225,15 +225,40 @@ describe('event logs', () => {
     expect(() => scanEventLog(file, 'r')).toThrow(/belongs to run other/);
   });
 
+  it('reads a batch per line and, from older logs, an event per line; a torn batch is cut whole, a damaged one is corruption', () => {
+    const file = join(dir, 'events.jsonl');
+    const [e1, e2, e3, e4, e5] = [1, 2, 3, 4, 5].map((n) => ev('r', n));
+    // An older log (an event per line) continued with batches reads as one sequence.
+    writeFileSync(file, `${JSON.stringify(e1)}\n${JSON.stringify([e2, e3])}\n${JSON.stringify([e4])}\n`);
+    expect(scanEventLog(file, 'r').events.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    // The last batch written halfway is cut whole: none of its events counts.
+    const good = `${JSON.stringify([e1, e2])}\n`;
+    writeFileSync(file, `${good}${JSON.stringify([e3, e4, e5]).slice(0, 40)}`);
+    const torn = scanEventLog(file, 'r');
+    expect(torn.events.map((e) => e.seq)).toEqual([1, 2]);
+    expect(torn.goodBytes).toBe(Buffer.byteLength(good));
+    expect(torn.torn?.reason).toMatch(/torn/);
+    // A whole batch that is wrong is damage, reported with its line, never skipped.
+    writeFileSync(file, `${JSON.stringify([e1, e3])}\n${JSON.stringify([e4])}\n`);
+    expect(() => scanEventLog(file, 'r')).toThrow(/line 1: seq 3 where 2 was expected/);
+    writeFileSync(file, `${JSON.stringify([e1, { seq: 2 }])}\n${JSON.stringify([e3])}\n`);
+    expect(() => scanEventLog(file, 'r')).toThrow(/line 1: the record is not an event/);
+    writeFileSync(file, `${JSON.stringify([e1])}\n[]\n${JSON.stringify([e2])}\n`);
+    expect(() => scanEventLog(file, 'r')).toThrow(/line 2: the record is an empty batch/);
+    writeFileSync(file, `${JSON.stringify([e1])}\n${JSON.stringify([e2, ev('other', 3)])}\n`);
+    expect(() => scanEventLog(file, 'r')).toThrow(/belongs to run other/);
+  });
+
   it('one write per event-loop turn, log before checkpoint; nothing readable or published before it is durable', async () => {
     for (const durability of ['fsync', 'os'] as const) {
       const store = await Store.open(join(dir, durability), { durability });
       const { log, commit } = store.openLog('r');
       const batches: number[] = [];
-      commit.onDurable = (events, jsonl) => {
+      commit.onDurable = (events, lines) => {
         batches.push(events.length);
-        // The bytes as written: one JSON line per event, reused for the WebSocket frames.
-        expect(Buffer.concat(jsonl).toString()).toBe(events.map((e) => `${JSON.stringify(e)}\n`).join(''));
+        // The lines as written: one JSON array per write, reused for the WebSocket frames.
+        expect(Buffer.concat(lines.map((l) => l.bytes)).toString()).toBe(`${JSON.stringify(events)}\n`);
+        expect(lines.map((l) => l.count)).toEqual([events.length]);
       };
       const file = join(store.runDir('r'), 'events.jsonl');
       const cpFile = join(store.runDir('r'), 'checkpoints.jsonl');
@@ -249,7 +274,9 @@ describe('event logs', () => {
       // Written at the end of the turn (with fsync, from the thread pool: by the time it is
       // durable): ten events, and only the last checkpoint of the turn.
       if (durability === 'fsync') await durable;
-      expect(readFileSync(file, 'utf8').split('\n').length).toBe(11);
+      // One line: a batch of ten.
+      expect(readFileSync(file, 'utf8').split('\n').length).toBe(2);
+      expect(scanEventLog(file, 'r').events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
       expect(
         readFileSync(cpFile, 'utf8')
           .trim()

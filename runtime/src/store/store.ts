@@ -129,34 +129,59 @@ export class Store {
 
   /** Runs whose files are closing (close waits for them). */
   private readonly closing = new Set<Promise<void>>();
+  /** Logs being closed: still read from memory until their last sync is done. */
+  private readonly closingLogs = new Map<string, GroupCommit>();
 
   /** Writes what is pending, waits until it is durable and closes the run's files. */
   async closeLog(runId: string): Promise<void> {
     const commit = this.open.get(runId);
     if (!commit) return;
     this.open.delete(runId);
+    this.closingLogs.set(runId, commit);
     const p = commit.close();
     this.closing.add(p);
     try {
       await p;
     } finally {
       this.closing.delete(p);
+      if (this.closingLogs.get(runId) === commit) this.closingLogs.delete(runId);
     }
   }
 
-  /** Durable events with seq > after, from the open log or from the file. */
-  readEvents(runId: string, after = 0, limit = Number.POSITIVE_INFINITY): RunEvent[] {
-    const open = this.open.get(runId);
-    if (open) return open.log.after(after, limit);
+  /** The log of a run open or closing in this process. */
+  private liveLog(runId: string): EventLog | undefined {
+    return (this.open.get(runId) ?? this.closingLogs.get(runId))?.log;
+  }
+
+  /**
+   * Durable events with seq > after, from the open log or from the file; with `written`, also
+   * those of an open log handed to the OS and not yet synced (a closed log is all durable).
+   */
+  readEvents(runId: string, after = 0, limit = Number.POSITIVE_INFINITY, written = false): RunEvent[] {
+    const live = this.liveLog(runId);
+    if (live) return live.after(after, limit, written);
+    const events = this.closedEvents(runId);
+    // Seqs are contiguous from 1, so the index is the seq.
+    const start = Math.max(0, after);
+    return events.slice(start, start + Math.min(limit, events.length));
+  }
+
+  /** The seq through which a run's log is durable (all of a closed log). */
+  durableSeq(runId: string): number {
+    const live = this.liveLog(runId);
+    if (live) return live.durableSeq;
+    return this.closedEvents(runId).at(-1)?.seq ?? 0;
+  }
+
+  /** The events of a closed log, from a small cache of the last ones read. */
+  private closedEvents(runId: string): RunEvent[] {
     let events = this.closedCache.get(runId);
     if (!events) {
       events = scanEventLog(join(this.runDir(runId), 'events.jsonl'), runId).events;
       this.closedCache.set(runId, events);
       if (this.closedCache.size > 8) this.closedCache.delete(this.closedCache.keys().next().value!);
     }
-    // Seqs are contiguous from 1, so the index is the seq.
-    const start = Math.max(0, after);
-    return events.slice(start, start + Math.min(limit, events.length));
+    return events;
   }
 
   /**
