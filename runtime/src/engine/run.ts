@@ -140,6 +140,8 @@ export class Run {
   private pendingAnswers: ReadonlyMap<string, string[]> = NO_ENTRIES;
   private waiters: ReadonlyMap<string, (answer: string) => void> = NO_ENTRIES;
   private cpChain: Promise<void> = SETTLED;
+  /** No checkpoint is being saved: the next one may be handed over at once. */
+  private cpIdle = true;
   private readonly maxSteps: number;
   private readonly maxTokens: number | undefined;
   private readonly timeoutMs: number | undefined;
@@ -579,11 +581,31 @@ export class Run {
   // -------------------------------------------------------------------------------------------
   // Checkpoints
 
+  /**
+   * Hands the run's position to the host, in order: at once when no earlier one is still being
+   * saved (most turns: a host that is done with it returns nothing and the turn goes on
+   * without a microtask), else after the earlier one.
+   */
   private checkpoint(cx: Ctx): Promise<void> | undefined {
     const save = this.options.checkpoint;
     if (!save || cx.depth > 0) return undefined;
-    this.cpChain = this.cpChain.then(() => (this.stop ? undefined : save(this.snapshot())));
-    return this.cpChain;
+    if (this.cpIdle) {
+      if (this.stop) return undefined;
+      const saving = save(this.snapshot());
+      if (saving === undefined) return undefined;
+      return this.trackSave(saving);
+    }
+    return this.trackSave(this.cpChain.then(() => (this.stop ? undefined : save(this.snapshot()))));
+  }
+
+  /** The checkpoint being saved; the next one waits for it. */
+  private trackSave(saving: Promise<void>): Promise<void> {
+    this.cpIdle = false;
+    const p: Promise<void> = saving.then(() => {
+      if (this.cpChain === p) this.cpIdle = true;
+    });
+    this.cpChain = p;
+    return p;
   }
 
   /** The run's position as plain data; valid until the next turn, so hosts serialise it at once. */

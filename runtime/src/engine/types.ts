@@ -53,8 +53,12 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Called synchronously for every event, in seq order (the store appends here). */
   onEvent?: (event: RunEvent) => void;
-  /** Called at every turn boundary; the run waits for it, so a checkpoint is durable before it goes on. */
-  checkpoint?: (cp: RunCheckpoint) => Promise<void>;
+  /**
+   * Called at every turn boundary; the run waits for the promise it returns, so a checkpoint
+   * is durable before it goes on. Returning nothing says the host is done with it already
+   * (kept, or deliberately skipped): the run goes on at once, without a microtask.
+   */
+  checkpoint?: (cp: RunCheckpoint) => Promise<void> | undefined;
   /** Continue from a checkpoint instead of starting. */
   resume?: RunCheckpoint;
   /** Answers for human nodes, by node id (headless runs). */

@@ -130,6 +130,7 @@ export function registerRunRoutes(
         input: b.input ?? null,
         source: 'api',
         breakpoints: b.breakpoints,
+        validated: true,
       });
       reply.code(201);
       return { run: rec };

@@ -11,7 +11,7 @@
  * events go out) or when it is far ahead of a slow disk.
  */
 import { randomBytes } from 'node:crypto';
-import type { Flow, RunEvent } from '@switchboard/schemas';
+import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 import type {
   RunCheckpoint,
   RunCommand,
@@ -38,9 +38,13 @@ export interface Logger {
   error(obj: object | string, msg?: string): void;
 }
 
-const silent: Logger = { info() {}, warn() {}, error() {} };
+/** How many clients watch a run, and how many of them take only durable events. */
+export interface Watchers {
+  all: number;
+  durable: number;
+}
 
-const RESOLVED = Promise.resolve();
+const silent: Logger = { info() {}, warn() {}, error() {} };
 
 export interface RunManagerOptions {
   store: Store;
@@ -48,12 +52,12 @@ export interface RunManagerOptions {
    * Receives each batch of events once it is durable, with the log lines they were written
    * in; may return how many clients watch the run.
    */
-  publish?: (runId: string, events: RunEvent[], lines?: LogLine[]) => number | undefined;
+  publish?: (runId: string, events: RunEvent[], lines?: LogLine[]) => Watchers | undefined;
   /**
    * Receives each batch of events as soon as it is written to the OS, before it is durable
    * (only when the store fsyncs; otherwise written is durable and `publish` has them at once).
    */
-  publishWritten?: (runId: string, events: RunEvent[], lines: LogLine[]) => number | undefined;
+  publishWritten?: (runId: string, events: RunEvent[], lines: LogLine[]) => Watchers | undefined;
   /** The interpreter; loaded lazily from ../engine/index.js by default. */
   runFlow?: RunFlow;
   models?: RunOptions['models'];
@@ -80,6 +84,18 @@ export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'ca
 export class RunNotLiveError extends Error {
   constructor(runId: string, status: string) {
     super(`run ${runId} is ${status}, not live`);
+  }
+}
+
+/** A flow refused at a run's start by the one validator; nothing was recorded. */
+export class FlowInvalidError extends Error {
+  constructor(readonly problems: Problem[]) {
+    super(
+      `the flow is invalid: ${problems
+        .slice(0, 5)
+        .map((p) => `${p.path || '/'}: ${p.message}`)
+        .join('; ')}`,
+    );
   }
 }
 
@@ -142,7 +158,12 @@ export class RunManager {
     return this.store.catalog.data.runs[runId];
   }
 
-  /** Starts a run; resolves once it is recorded (catalog + spec are durable). */
+  /**
+   * Starts a run; resolves once it is recorded (catalog + spec are durable). The flow is
+   * checked here, once, by the one validator — unless the caller says it just did — and an
+   * invalid one is refused with {@link FlowInvalidError} before anything is recorded; the
+   * engine then runs it without checking it again.
+   */
   async start(p: {
     flow: Flow;
     input: unknown;
@@ -150,15 +171,24 @@ export class RunManager {
     answers?: Record<string, string | string[]>;
     /** Node ids to pause before; set before the engine takes its first step. */
     breakpoints?: string[];
+    /** The flow is the one validator's output for this very request (the REST route's check). */
+    validated?: boolean;
   }): Promise<RunRecord> {
     if (this.closing) throw new Error('the server is shutting down');
     const runFlow = await this.loadEngine();
+    let flow = p.flow;
+    if (!p.validated) {
+      const { validate } = await import('@switchboard/nodes');
+      const v = validate(flow);
+      if (!v.ok || !v.flow) throw new FlowInvalidError(v.errors);
+      flow = v.flow;
+    }
     const runId = newRunId();
     const t = nowIso();
     const record: RunRecord = {
       id: runId,
-      flowId: p.flow.id,
-      flowName: p.flow.name,
+      flowId: flow.id,
+      flowName: flow.name,
       status: 'pending',
       createdAt: t,
       updatedAt: t,
@@ -169,10 +199,10 @@ export class RunManager {
     };
     this.store.catalog.data.runs[runId] = record;
     await this.store.catalog.save();
-    const spec: RunSpec = { version: 1, runId, flow: p.flow, input: p.input, createdAt: t };
+    const spec: RunSpec = { version: 1, runId, flow, input: p.input, createdAt: t };
     if (p.answers) spec.answers = p.answers;
     await this.store.writeSpec(spec);
-    const a = this.launch(runFlow, record, spec, undefined);
+    const a = this.launch(runFlow, record, spec, undefined, true);
     for (const nodeId of p.breakpoints ?? []) a.send({ type: 'breakpoint', nodeId, on: true });
     return record;
   }
@@ -242,7 +272,14 @@ export class RunManager {
       .catch((e: unknown) => this.log.error({ err: String(e) }, 'catalog write failed'));
   }
 
-  private launch(runFlow: RunFlow, record: RunRecord, spec: RunSpec, cp: RunCheckpoint | undefined): Active {
+  /** `validated`: the spec's flow was checked at this start (a resumed one is checked by the engine). */
+  private launch(
+    runFlow: RunFlow,
+    record: RunRecord,
+    spec: RunSpec,
+    cp: RunCheckpoint | undefined,
+    validated = false,
+  ): Active {
     const runId = record.id;
     const { log, commit } = this.store.openLog(runId);
     commit.prepare();
@@ -284,7 +321,8 @@ export class RunManager {
       policy.onEvent(ev);
       if (this.track(record, ev)) this.saveSoon();
     };
-    const checkpoint = (c: RunCheckpoint): Promise<void> => {
+    // Returns nothing for most turns (nothing to wait for: the engine goes on at once).
+    const checkpoint = (c: RunCheckpoint): Promise<void> | undefined => {
       // A detached run (shutdown) never checkpoints again; the next process resumes it.
       if (a.detached) return new Promise<void>(() => {});
       const d = policy.decide();
@@ -302,12 +340,12 @@ export class RunManager {
       }
       // The index is not written per turn: the log is the truth for lastSeq and counters.
       if (log.lastSeq - log.durableSeq > policy.aheadLimit) {
-        // A disk that cannot keep up: the run waits for the sync under way (what it hands over
-        // is written when that one ends) rather than pile events up.
+        // A disk that cannot keep up: the run waits for the syncs under way rather than pile
+        // events up (what it hands over meanwhile is written at the end of this turn).
         commit.flush();
         return commit.synced();
       }
-      if (!d.yield) return RESOLVED;
+      if (!d.yield) return undefined;
       // Written (and so sent) now rather than when the loop comes back to the commit: the
       // frame is then on the socket before the loop polls, not after the run's next slice.
       commit.flush();
@@ -325,6 +363,7 @@ export class RunManager {
       dataDir: this.store.runDir(runId),
       humanInput: this.o.humanInput ?? 'wait',
     };
+    if (validated) options.validate = false;
     if (inner) options.tools = journaledTools(inner, js);
     if (this.o.models) options.models = this.o.models;
     if (this.o.env) options.env = this.o.env;
@@ -351,13 +390,13 @@ export class RunManager {
     commit.onDurable = publish
       ? (events, lines) => {
           const watchers = publish(runId, events, lines);
-          if (typeof watchers === 'number') policy?.watchedBy(watchers);
+          if (watchers) policy?.watchedBy(watchers.all, watchers.durable);
         }
       : undefined;
     commit.onWritten = publishWritten
       ? (events, lines) => {
           const watchers = publishWritten(runId, events, lines);
-          if (typeof watchers === 'number') policy?.watchedBy(watchers);
+          if (watchers) policy?.watchedBy(watchers.all, watchers.durable);
         }
       : undefined;
     commit.onError = (e) =>
