@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { serializeFlow } from '@switchboard/schemas';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { agent, edge, flow, node } from '../runtime/src/engine/testing/index.js';
+import { FlowInvalidError } from '../runtime/src/server/run-manager.js';
 import { scanEventLog } from '../runtime/src/store/event-log.js';
 import { simpleFlow, testServer, until } from './server/helpers.js';
 
@@ -247,6 +248,25 @@ describe('runs API', () => {
     });
     expect(r.statusCode).toBe(400);
     expect(r.json().errors.length).toBeGreaterThan(0);
+  });
+
+  it('checks a flow once, at the start of a run: an invalid one is refused with its problems and nothing is recorded', async () => {
+    const runsBefore = Object.keys(s.store.catalog.data.runs).length;
+    const bad = {
+      ...simpleFlow('bad'),
+      edges: [{ id: 'e1', kind: 'handover', source: 'start', target: 'nowhere' }],
+    };
+    const err = await s.runs.start({ flow: bad as never, input: 'go', source: 'api' }).then(
+      () => undefined,
+      (e: unknown) => e as FlowInvalidError,
+    );
+    expect(err).toBeInstanceOf(FlowInvalidError);
+    expect(err!.problems.some((p) => p.path.startsWith('/edges/0'))).toBe(true);
+    expect(err!.message).toMatch(/the flow is invalid: \/edges\/0/);
+    expect(Object.keys(s.store.catalog.data.runs)).toHaveLength(runsBefore);
+    // A valid one runs, checked here and not again by the engine: it completes all the same.
+    const rec = await s.runs.start({ flow: simpleFlow('good'), input: 'go', source: 'api' });
+    expect((await s.runs.settled(rec.id))?.status).toBe('completed');
   });
 
   it('answers a human node, pauses, resumes and cancels through commands', async () => {

@@ -149,6 +149,48 @@ describe('checkpoints and resume', () => {
     assertSeqContiguous(after, cp.seq);
   });
 
+  it('checkpoints come in seq order whether the host returns nothing or a promise; a promise holds the run until it settles', async () => {
+    const f = flow(
+      [node('start', 'start'), agent('a'), agent('b'), agent('c'), node('end', 'end')],
+      [edge('start', 'a'), edge('a', 'b'), edge('b', 'c'), edge('c', 'end')],
+      [
+        { node: 'a', text: 'A' },
+        { node: 'b', text: 'B' },
+        { node: 'c', text: 'C' },
+      ],
+    );
+    const order: string[] = [];
+    let hold: (() => void) | undefined;
+    let n = 0;
+    const h = runFlow(f, 'go', {
+      onEvent: (e) => {
+        if (e.type === 'node.started') order.push(`start ${e.nodeId}`);
+      },
+      checkpoint: (cp) => {
+        order.push(`cp ${cp.seq}`);
+        // The second checkpoint is slow to keep: nothing runs until it is.
+        if (++n === 2)
+          return new Promise<void>((r) => {
+            hold = r;
+          });
+        return undefined;
+      },
+    });
+    for (let i = 0; i < 50 && !hold; i++) await new Promise((r) => setTimeout(r, 1));
+    expect(hold).toBeDefined();
+    const heldAt = order.length;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(order.length).toBe(heldAt);
+    hold!();
+    const r = await h.result;
+    expect(r.status).toBe('completed');
+    // Checkpoints in seq order, each before the next node starts; the held one came before the rest.
+    const cps = order.filter((o) => o.startsWith('cp')).map((o) => Number(o.slice(3)));
+    expect(cps).toEqual([...cps].sort((x, y) => x - y));
+    expect(order[heldAt - 1]).toMatch(/^cp /);
+    expect(cps.length).toBeGreaterThanOrEqual(4);
+  });
+
   it('refuses a checkpoint of another flow', async () => {
     const { result } = await collectRun(
       rich(),

@@ -6,8 +6,8 @@
  * connection that subscribes with `provisional: true` gets each event as soon as the OS has
  * it — it survives the server dying, not yet a power loss — so a live view is not held back
  * by the disk's sync; its frames carry `durable`, the seq through which the run is on disk,
- * and a `{ type: 'durable', runId, seq }` message follows when that advances with no new
- * events. Events up to `durable` never change; after a power loss those above it may be
+ * and a `{ type: 'durable', runId, seq }` message says when all it holds is on disk (seq is
+ * its last event then). Events up to `durable` never change; after a power loss those above it may be
  * replaced by what the resumed run emits, which is why such a client resubscribes with its
  * durable seq, not its last one. With fsync off (`os` durability) written is durable and both
  * kinds of client get the same events at the same time.
@@ -282,12 +282,15 @@ export class EventHub {
     );
   }
 
-  /** Tells a provisional client how far the run is durable, when that moved past what it was told. */
+  /**
+   * Tells a provisional client that everything it holds of a run is durable, when it was not
+   * told so yet. Partial progress is not worth a message of its own: it rides in the next
+   * events frame, and the sync that covers the last event written always comes.
+   */
   private tellDurable(c: Client, runId: string, durable: number): void {
     if (c.closing || c.catching.has(runId)) return;
-    // Never past what the client has been sent: it is told about events it holds.
-    const seq = Math.min(durable, c.sent.get(runId) ?? 0);
-    if (seq <= (c.durableSent.get(runId) ?? 0)) return;
+    const seq = c.sent.get(runId) ?? 0;
+    if (durable < seq || seq <= (c.durableSent.get(runId) ?? 0)) return;
     c.durableSent.set(runId, seq);
     this.reply(c, { type: 'durable', runId, seq });
   }

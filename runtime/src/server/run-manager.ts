@@ -72,12 +72,14 @@ export interface RunManagerOptions {
 }
 
 /**
- * A slice of 1 ms or 160 events: a client gets events within about that, the last slice of a
- * run (what is left to deliver when it ends) is written, sent and parsed in well under a
- * millisecond, and a CPU-bound run pays a few writes and frames per run rather than one per
- * turn. A crash replays at most 5 ms of such turns.
+ * A slice of 2 ms or 320 events, for runs whose turns never wait (a run that waits for a model
+ * or a tool lets the loop turn, and sends its events, at every turn anyway): a client gets
+ * events within about that; a CPU-bound run pays a few writes, frames and loop turns per run
+ * rather than one per turn (each costs about as much as the work of a dozen turns); and the
+ * last slice — what is left to deliver when the run ends — is written, sent and parsed in
+ * about a millisecond at most. A crash replays at most 5 ms of such turns.
  */
-const SLICE: SliceOptions = { ms: 1, events: 160, replayMs: 5 };
+const SLICE: SliceOptions = { ms: 2, events: 320, replayMs: 5 };
 
 export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
 

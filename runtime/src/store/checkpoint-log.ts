@@ -16,7 +16,7 @@ import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { RunCheckpoint } from '../engine/types.js';
 import { writeFileAtomicSync } from './atomic.js';
 import { StoreError } from './errors.js';
-import { DataSync, writeAll } from './fd-io.js';
+import { DataSync, type SyncData, writeAll } from './fd-io.js';
 import type { ShapeCheck } from './json-file.js';
 
 export interface CheckpointRead {
@@ -82,7 +82,7 @@ export function readCheckpointLog(
 export class CheckpointLog {
   private fd: number;
   private size: number;
-  private readonly syncs = new DataSync();
+  private readonly syncs: DataSync;
   private closed = false;
 
   constructor(
@@ -90,7 +90,9 @@ export class CheckpointLog {
     /** Compaction replaces the file durably (fsync + directory fsync) when true. */
     private readonly fsync: boolean,
     private readonly compactAt = 4 * 1024 * 1024,
+    syncData?: SyncData,
   ) {
+    this.syncs = new DataSync(syncData);
     this.fd = openSync(file, 'a', 0o600);
     this.size = fstatSync(this.fd).size;
   }

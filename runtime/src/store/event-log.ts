@@ -16,7 +16,7 @@
 import { closeSync, fdatasyncSync, ftruncateSync, openSync, readFileSync } from 'node:fs';
 import type { RunEvent } from '@switchboard/schemas';
 import { StoreError } from './errors.js';
-import { DataSync, writeAll } from './fd-io.js';
+import { DataSync, type SyncData, writeAll } from './fd-io.js';
 
 export interface ScanResult {
   events: RunEvent[];
@@ -135,13 +135,15 @@ export class EventLog {
   private writtenCount: number;
   /** How many of `events` are durable; reads never see more. */
   private durableCount: number;
-  private readonly syncs = new DataSync();
+  private readonly syncs: DataSync;
 
   private constructor(
     readonly file: string,
     fd: number,
     events: RunEvent[],
+    syncData?: SyncData,
   ) {
+    this.syncs = new DataSync(syncData);
     this.fd = fd;
     this.events = events;
     this.writtenCount = this.durableCount = events.length;
@@ -155,13 +157,13 @@ export class EventLog {
   static open(
     file: string,
     runId: string,
-    options: { fsync?: boolean } = {},
+    options: { fsync?: boolean; syncData?: SyncData } = {},
   ): { log: EventLog; torn?: ScanResult['torn'] } {
     const scan = scanEventLog(file, runId);
     const fd = openSync(file, 'a', 0o600);
     if (scan.torn) ftruncateSync(fd, scan.goodBytes);
     if (scan.torn || (options.fsync && scan.goodBytes > 0)) fdatasyncSync(fd);
-    const log = new EventLog(file, fd, scan.events);
+    const log = new EventLog(file, fd, scan.events, options.syncData);
     return { log, ...(scan.torn ? { torn: scan.torn } : {}) };
   }
 

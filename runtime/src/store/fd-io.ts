@@ -1,4 +1,8 @@
 /** Whole-buffer writes to a descriptor, and fdatasync from the thread pool. */
+
+/** How a store makes a file's written data durable: fdatasync, unless replaced. */
+export type SyncData = (fd: number) => Promise<void>;
+
 import { fdatasync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 
@@ -20,6 +24,9 @@ export function writeAll(fd: number, buf: Buffer): void {
 export class DataSync {
   private dirty = false;
   private last: Promise<void> | undefined;
+
+  /** `syncData` replaces fdatasync (tests that hold a sync; storage with a sync of its own). */
+  constructor(private readonly syncData: SyncData = fdatasyncAsync) {}
 
   /** Notes a write that the next sync must cover. */
   wrote(): void {
@@ -49,7 +56,7 @@ export class DataSync {
   sync(fd: number): Promise<void> {
     if (!this.dirty) return this.last ?? RESOLVED;
     this.dirty = false;
-    const p: Promise<void> = fdatasyncAsync(fd).finally(() => {
+    const p: Promise<void> = this.syncData(fd).finally(() => {
       if (this.last === p) this.last = undefined;
     });
     this.last = p;

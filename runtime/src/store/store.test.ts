@@ -10,6 +10,7 @@ import { Catalog, emptyCatalog } from './catalog.js';
 import { CheckpointLog, readCheckpointLog } from './checkpoint-log.js';
 import { StoreError, StoreLockedError } from './errors.js';
 import { EventLog, scanEventLog } from './event-log.js';
+import { fdatasyncAsync } from './fd-io.js';
 import { GroupCommit } from './group-commit.js';
 import { checkCheckpoint } from './run-files.js';
 import { Store } from './store.js';
@@ -247,6 +248,74 @@ describe('event logs', () => {
     expect(() => scanEventLog(file, 'r')).toThrow(/line 2: the record is an empty batch/);
     writeFileSync(file, `${JSON.stringify([e1])}\n${JSON.stringify([e2, ev('other', 3)])}\n`);
     expect(() => scanEventLog(file, 'r')).toThrow(/belongs to run other/);
+  });
+
+  it('writes never wait for a sync; the log and checkpoint syncs run apart; events count once the log is synced', async () => {
+    // Each fdatasync waits for its own release, in call order.
+    const calls: Array<{ release: () => void }> = [];
+    const syncData = (fd: number) =>
+      new Promise<void>((resolve) => calls.push({ release: resolve })).then(() => fdatasyncAsync(fd));
+    const store = await Store.open(join(dir, 'held'), { durability: 'fsync', syncData });
+    const { log, commit } = store.openLog('r');
+    const written: number[][] = [];
+    const durable: number[][] = [];
+    commit.onWritten = (events) => written.push(events.map((e) => e.seq));
+    commit.onDurable = (events) => durable.push(events.map((e) => e.seq));
+    const file = join(store.runDir('r'), 'events.jsonl');
+    // A released sync still runs the real fdatasync (in the thread pool): wait for what it does.
+    const soon = async (ok: () => boolean) => {
+      for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 2));
+    };
+
+    for (let i = 1; i <= 3; i++) commit.append(ev('r', i));
+    commit.checkpoint({ version: 1, runId: 'r', flowId: 'f', seq: 3, data: {} });
+    commit.flush();
+    expect(scanEventLog(file, 'r').events).toHaveLength(3);
+    expect(written).toEqual([[1, 2, 3]]);
+    expect(calls).toHaveLength(2); // the log's sync, then the checkpoint file's
+    // What was handed over so far: the first turn's events and checkpoint.
+    let firstDurable = false;
+    void commit.durable().then(() => {
+      firstDurable = true;
+    });
+
+    // A second turn is written while both syncs run; no second sync of either starts meanwhile.
+    for (let i = 4; i <= 5; i++) commit.append(ev('r', i));
+    commit.flush();
+    expect(scanEventLog(file, 'r').events).toHaveLength(5);
+    expect(written).toEqual([
+      [1, 2, 3],
+      [4, 5],
+    ]);
+    expect(calls).toHaveLength(2);
+    expect(log.after(0)).toEqual([]);
+    let secondDurable = false;
+    void commit.durable().then(() => {
+      secondDurable = true;
+    });
+
+    // The log's sync ends: its events count (the checkpoint file's sync does not hold them back),
+    // and the next log sync starts for what was written meanwhile.
+    calls[0]!.release();
+    await soon(() => calls.length === 3);
+    expect(durable).toEqual([[1, 2, 3]]);
+    expect(log.after(0).map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(calls).toHaveLength(3);
+    expect(firstDurable).toBe(false);
+
+    // durable() waits for the checkpoint file's sync too, and then for the log's second one.
+    calls[1]!.release();
+    await soon(() => firstDurable);
+    expect(firstDurable).toBe(true);
+    expect(secondDurable).toBe(false);
+    calls[2]!.release();
+    await soon(() => secondDurable);
+    expect(durable).toEqual([
+      [1, 2, 3],
+      [4, 5],
+    ]);
+    expect(secondDurable).toBe(true);
+    await store.close();
   });
 
   it('one write per event-loop turn, log before checkpoint; nothing readable or published before it is durable', async () => {

@@ -19,6 +19,7 @@ import { Catalog } from './catalog.js';
 import { CheckpointLog, readCheckpointLog } from './checkpoint-log.js';
 import { StoreError } from './errors.js';
 import { EventLog, scanEventLog } from './event-log.js';
+import type { SyncData } from './fd-io.js';
 import { GroupCommit } from './group-commit.js';
 import { acquireLock, type DirLock } from './lock.js';
 import { checkCheckpoint, checkSpec, type RunSpec, readJsonStrict, writeJsonDurable } from './run-files.js';
@@ -59,20 +60,26 @@ export class Store {
     private readonly lock: DirLock,
     /** fsync logs and checkpoints (in the background, see group-commit.ts) before events count (default). */
     readonly fsync: boolean,
+    private readonly syncData?: SyncData,
   ) {}
 
   /**
    * Locks and opens `dir` (created when missing). Throws StoreLockedError or StoreError.
    * `durability: 'os'` skips the fsync of logs and checkpoints: everything still survives the
-   * process dying (kill -9), not a power loss. The catalog is always fsynced.
+   * process dying (kill -9), not a power loss. The catalog is always fsynced. `syncData`
+   * replaces the fdatasync of run logs and checkpoint files (tests hold it to see what
+   * happens before a sync ends).
    */
-  static async open(dir: string, options: { durability?: 'fsync' | 'os' } = {}): Promise<Store> {
+  static async open(
+    dir: string,
+    options: { durability?: 'fsync' | 'os'; syncData?: SyncData } = {},
+  ): Promise<Store> {
     const abs = resolve(dir);
     mkdirSync(join(abs, 'runs'), { recursive: true, mode: 0o700 });
     const lock = acquireLock(abs);
     try {
       const catalog = await Catalog.open(join(abs, 'catalog.json'));
-      return new Store(abs, catalog, lock, options.durability !== 'os');
+      return new Store(abs, catalog, lock, options.durability !== 'os', options.syncData);
     } catch (e) {
       lock.release();
       throw e;
@@ -113,12 +120,19 @@ export class Store {
     if (open) return { log: open.log, commit: open };
     this.closedCache.delete(runId);
     mkdirSync(this.runDir(runId), { recursive: true, mode: 0o700 });
-    const r = EventLog.open(join(this.runDir(runId), 'events.jsonl'), runId, { fsync: this.fsync });
+    const r = EventLog.open(join(this.runDir(runId), 'events.jsonl'), runId, {
+      fsync: this.fsync,
+      syncData: this.syncData,
+    });
     const cpFile = join(this.runDir(runId), 'checkpoints.jsonl');
     // Like the log: a checkpoint a killed process left in the OS's cache is synced before a
     // resumed run's tool calls are journaled against it.
     if (this.fsync) fdatasyncIfAny(cpFile);
-    const commit = new GroupCommit(r.log, () => new CheckpointLog(cpFile, this.fsync), this.fsync);
+    const commit = new GroupCommit(
+      r.log,
+      () => new CheckpointLog(cpFile, this.fsync, undefined, this.syncData),
+      this.fsync,
+    );
     this.open.set(runId, commit);
     return { log: r.log, commit, ...(r.torn ? { torn: r.torn } : {}) };
   }
