@@ -179,6 +179,8 @@ describe('run session', { timeout: 120_000 }, () => {
     const rec = s.store.catalog.data.runs[runId!]!;
     expect(view().output).toEqual(rec.output);
     expect(view().scripted).toBe(true);
+    // The editor's live view may be ahead of the durable log until the run's last sync ends.
+    await s.runs.settled(runId!);
     expect(view().lastSeq).toBe(s.store.readEvents(runId!, 0).at(-1)!.seq);
     for (const e of ['begin', 'to-billing', 'decided', 'billing-done', 'approved', 'sent'])
       expect(store.runState.edges.get(e), e).toBe('taken');
@@ -243,6 +245,7 @@ describe('run session', { timeout: 120_000 }, () => {
     expect(await b.runs.command({ type: 'answer', nodeId: 'approval', answer: 'yes' })).toBe(true);
     await until(() => a.runs.getSnapshot().view.phase === 'completed', 'a seeing completion');
     await until(() => b.runs.getSnapshot().view.phase === 'completed', 'b seeing completion');
+    await s.runs.settled(runId!);
     const last = s.store.readEvents(runId!, 0).at(-1)!.seq;
     expect(a.runs.getSnapshot().view.lastSeq).toBe(last);
     expect(b.runs.getSnapshot().view.lastSeq).toBe(last);

@@ -6,6 +6,13 @@
  * once: anything at or below the last seq is dropped, and a gap makes it reconnect rather than
  * show a run with a hole in it.
  *
+ * With `provisional`, the server sends each event as soon as it has written it, before it is on
+ * disk, and tells how far each run's log is on disk (its durable watermark). Events above the
+ * watermark can be lost with the server's host and replaced by different ones under the same
+ * seqs, so after a disconnect the client asks again from the watermark, not from its last seq,
+ * and when the run's first frame arrives it rewinds to the watermark (`onRewind`) before
+ * applying what the server sends.
+ *
  * Framework-free: the browser's WebSocket by default, any compatible constructor in tests.
  */
 import type { RunEvent } from '@switchboard/schemas';
@@ -30,6 +37,16 @@ export interface EventsSocketOptions {
   protocols?: string[];
   /** Receives the new events of one run (the frame's run id: nested runs arrive with their parent). */
   onEvents(runId: string, events: RunEvent[]): void;
+  /**
+   * Provisional mode: forget what you hold of `runId` beyond `toSeq` (it may have been lost
+   * with the server's host); the events that follow in `onEvents` start at `toSeq + 1`.
+   */
+  onRewind?(runId: string, toSeq: number): void;
+  /**
+   * Subscribe with `provisional: true`: events arrive before they are on the server's disk, and
+   * `onRewind` replaces those a restart of the server's host changed. Default false.
+   */
+  provisional?: boolean;
   onState?(state: ConnectionState): void;
   /** Errors the server reported (`{ type: 'error' }`), e.g. a run that does not exist. */
   onServerError?(code: string, message: string): void;
@@ -48,6 +65,13 @@ export class RunEventsSocket {
   private readonly runs = new Set<string>();
   /** Runs tracked, with the last seq received of each. */
   private readonly last = new Map<string, number>();
+  /** Provisional mode: the durable watermark the server reported for each tracked run. */
+  private readonly durable = new Map<string, number>();
+  /**
+   * Provisional mode: runs holding events above their watermark from an earlier connection,
+   * with the seq to rewind to when their first frame arrives on this one.
+   */
+  private readonly rewinds = new Map<string, number>();
   private backoff: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = true;
@@ -66,6 +90,17 @@ export class RunEventsSocket {
   /** The last seq received of a run (0 when none). */
   lastSeq(runId: string): number {
     return this.last.get(runId) ?? 0;
+  }
+
+  /**
+   * The seq through which what this client holds of a run is on the server's disk, so never
+   * changes (0 when none). Without `provisional` the server sends only such events: the last seq.
+   */
+  durableSeq(runId: string): number {
+    if (!this.o.provisional) return this.lastSeq(runId);
+    // The watermark can pass events still on their way; and while a rewind is pending, what is
+    // held beyond its seq came before a disconnect and may be gone.
+    return Math.min(this.durable.get(runId) ?? 0, this.rewinds.get(runId) ?? this.lastSeq(runId));
   }
 
   start(): void {
@@ -95,7 +130,7 @@ export class RunEventsSocket {
   watchFlow(flowId: string): void {
     if (this.flows.has(flowId)) return;
     this.flows.add(flowId);
-    this.send({ type: 'subscribe', flowId, after: this.afterMap() });
+    this.subscribe({ flowId, after: this.afterMap() });
   }
 
   unwatchFlow(flowId: string): void {
@@ -110,12 +145,14 @@ export class RunEventsSocket {
   watchRun(runId: string): void {
     if (!this.last.has(runId)) this.last.set(runId, 0);
     this.runs.add(runId);
-    this.send({ type: 'subscribe', runId, after: this.lastSeq(runId) });
+    this.subscribe({ runId, after: this.durableSeq(runId) });
   }
 
   /** Stops tracking a run: a later `watchRun` gets it again from its start. */
   forgetRun(runId: string): void {
     this.last.delete(runId);
+    this.durable.delete(runId);
+    this.rewinds.delete(runId);
     if (this.runs.delete(runId)) this.send({ type: 'unsubscribe', runId });
   }
 
@@ -129,8 +166,15 @@ export class RunEventsSocket {
     this.socket?.close(4000, 'dropped by the client');
   }
 
+  /** What to ask after, per tracked run: the last seq, or in provisional mode the watermark. */
   private afterMap(): Record<string, number> {
-    return Object.fromEntries(this.last);
+    return Object.fromEntries([...this.last.keys()].map((runId) => [runId, this.durableSeq(runId)]));
+  }
+
+  private subscribe(
+    msg: { flowId: string; after: Record<string, number> } | { runId: string; after: number },
+  ) {
+    this.send({ type: 'subscribe', ...msg, ...(this.o.provisional ? { provisional: true } : {}) });
   }
 
   private send(msg: Record<string, unknown>): void {
@@ -162,10 +206,17 @@ export class RunEventsSocket {
       this.connections++;
       this.backoff = this.o.minBackoffMs ?? 250;
       this.setState('open');
+      // Provisional: events above the watermark may have been lost with the server's host and
+      // replaced since; ask again from the watermark and replace them when their run's frame comes.
+      if (this.o.provisional)
+        for (const [runId, seq] of this.last) {
+          const durable = this.durableSeq(runId);
+          if (seq > durable) this.rewinds.set(runId, durable);
+        }
       // Resubscribe with what we have: the server sends only what came after.
       const after = this.afterMap();
-      for (const flowId of this.flows) this.send({ type: 'subscribe', flowId, after });
-      for (const runId of this.runs) this.send({ type: 'subscribe', runId, after: this.lastSeq(runId) });
+      for (const flowId of this.flows) this.subscribe({ flowId, after });
+      for (const runId of this.runs) this.subscribe({ runId, after: this.durableSeq(runId) });
     };
     s.onmessage = (ev) => this.onMessage(ev.data);
     s.onerror = () => {
@@ -196,9 +247,21 @@ export class RunEventsSocket {
       return;
     }
     if (!msg || typeof msg !== 'object') return;
-    const m = msg as { type?: unknown; runId?: unknown; events?: unknown; code?: unknown; message?: unknown };
+    const m = msg as {
+      type?: unknown;
+      runId?: unknown;
+      events?: unknown;
+      code?: unknown;
+      message?: unknown;
+      durable?: unknown;
+      seq?: unknown;
+    };
     if (m.type === 'error') {
       this.o.onServerError?.(String(m.code ?? 'error'), String(m.message ?? ''));
+      return;
+    }
+    if (m.type === 'durable') {
+      if (typeof m.runId === 'string') this.noteDurable(m.runId, m.seq);
       return;
     }
     if (m.type !== 'events' || typeof m.runId !== 'string' || !Array.isArray(m.events)) return;
@@ -210,7 +273,10 @@ export class RunEventsSocket {
       if (events[0]?.seq !== 1) return;
       this.last.set(runId, 0);
     }
-    const have = this.lastSeq(runId);
+    this.noteDurable(runId, m.durable);
+    // A pending rewind: what the server sends replaces what we hold beyond its seq.
+    const rewind = this.rewinds.get(runId);
+    const have = rewind ?? this.lastSeq(runId);
     const fresh = events.filter((e) => e.seq > have);
     if (fresh.length === 0) return;
     // Contiguous from what we have, or nothing: a hole means a lost frame; a new connection
@@ -221,7 +287,18 @@ export class RunEventsSocket {
         return;
       }
     }
+    if (rewind !== undefined) {
+      this.rewinds.delete(runId);
+      this.o.onRewind?.(runId, rewind);
+    }
     this.last.set(runId, fresh.at(-1)!.seq);
     this.o.onEvents(runId, fresh);
+  }
+
+  /** Provisional mode: a run's watermark as the server reports it (it only rises). */
+  private noteDurable(runId: string, seq: unknown): void {
+    if (!this.o.provisional || !this.last.has(runId)) return;
+    if (!Number.isSafeInteger(seq) || (seq as number) < 0) return;
+    this.durable.set(runId, Math.max(seq as number, this.durable.get(runId) ?? 0));
   }
 }

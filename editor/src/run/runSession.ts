@@ -7,10 +7,16 @@
  * Everyone watching a flow sees the same run: the session watches every run of the flow it is
  * on, and follows the newest one that starts, whoever started it. On opening a flow it shows the
  * flow's last run. Framework-free; React reads it through `subscribe`/`getSnapshot`.
+ *
+ * Events arrive provisionally (before they are on the server's disk). The session keeps the
+ * followed run's state at its durable watermark and the events after it, so when the server
+ * replaces provisional events after a restart of its host, it goes back to the watermark and
+ * applies the new ones, and shows exactly what the server's log holds.
  */
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 import { ApiError, type FlowApi, type RunCommandBody } from '../model/api.js';
 import type { EditorStore } from '../store/editorStore.js';
+import { RunState } from '../store/runState.js';
 import { type ConnectionState, RunEventsSocket, type SocketFactory } from './eventsSocket.js';
 import { EMPTY_VIEW, FINAL_PHASES, fold, type RunView } from './transcript.js';
 
@@ -42,6 +48,15 @@ export interface RunSessionOptions {
   createSocket?: SocketFactory;
   /** Most transcript entries kept. Default 2,000. */
   maxEntries?: number;
+  /** Receive events before they are on the server's disk (see `RunEventsSocket`). Default true. */
+  provisional?: boolean;
+}
+
+/** The followed run as of its durable watermark: what no restart of the server can change. */
+interface DurableState {
+  view: RunView;
+  /** Canvas marks (no subscribers: only copied from, on a rewind). */
+  run: RunState;
 }
 
 export class RunSession {
@@ -54,13 +69,18 @@ export class RunSession {
   /** Runs this editor started: followed whatever flow id they carry. */
   private readonly mine = new Set<string>();
   private flowId: string | undefined;
+  /** The followed run at its durable watermark, and the events applied after it. */
+  private durable: DurableState = { view: EMPTY_VIEW, run: new RunState() };
+  private tail: RunEvent[] = [];
 
   constructor(private readonly o: RunSessionOptions) {
     this.socket = new RunEventsSocket({
       url: o.api.wsUrl('/api/ws'),
       protocols: o.api.wsProtocols(),
       createSocket: o.createSocket,
+      provisional: o.provisional ?? true,
       onEvents: (runId, events) => this.onEvents(runId, events),
+      onRewind: (runId, toSeq) => this.onRewind(runId, toSeq),
       onState: (connection) => this.update({ connection }),
       onServerError: (code, message) => {
         if (code !== 'not-found') this.update({ problem: `Run events: ${message}` });
@@ -118,6 +138,7 @@ export class RunSession {
     if (this.followed !== undefined) this.socket.forgetRun(this.followed);
     this.followed = undefined;
     this.followedSince = 0;
+    this.tail = [];
     this.o.store.runState.reset();
   }
 
@@ -126,7 +147,10 @@ export class RunSession {
     this.forgetFollowed();
     this.followed = runId;
     this.followedSince = since;
-    this.update({ view: { ...EMPTY_VIEW, runId }, problem: undefined });
+    const view: RunView = { ...EMPTY_VIEW, runId };
+    this.durable = { view, run: new RunState() };
+    this.tail = [];
+    this.update({ view, problem: undefined });
     this.socket.watchRun(runId);
   }
 
@@ -144,7 +168,42 @@ export class RunSession {
     const rs = this.o.store.runState;
     for (const e of events) rs.applyRunEvent(e, e.runId === runId);
     const view = fold(this.snapshot.view, runId, events, { maxEntries: this.o.maxEntries });
+    for (const e of events) this.tail.push(e);
     this.update({ view });
+    this.settle(runId);
+  }
+
+  /** Moves the followed run's events now on the server's disk from the tail into `durable`. */
+  private settle(runId: string): void {
+    const upTo = this.socket.durableSeq(runId);
+    let n = 0;
+    while (n < this.tail.length && this.tail[n]!.seq <= upTo) n++;
+    if (n === 0) return;
+    const done = this.tail.slice(0, n);
+    this.tail = this.tail.slice(n);
+    for (const e of done) this.durable.run.applyRunEvent(e, e.runId === runId);
+    // All of it on disk (the usual case once the server has synced): the view just built is it.
+    this.durable.view =
+      this.tail.length === 0
+        ? this.snapshot.view
+        : fold(this.durable.view, runId, done, { maxEntries: this.o.maxEntries });
+  }
+
+  /**
+   * The server may have replaced the followed run's events after `toSeq`: back to the state of
+   * events 1..toSeq, the new ones follow in `onEvents`. `durable` is at or below `toSeq` (the
+   * socket rewinds to the watermark, and the watermark only rises), so replaying the tail up to
+   * `toSeq` on it gets there.
+   */
+  private onRewind(runId: string, toSeq: number): void {
+    if (runId !== this.followed) return;
+    this.tail = this.tail.filter((e) => e.seq <= toSeq);
+    // Built aside, then copied: only the nodes and edges that end up different re-render.
+    const run = new RunState();
+    run.restoreRun(this.durable.run);
+    for (const e of this.tail) run.applyRunEvent(e, e.runId === runId);
+    this.o.store.runState.restoreRun(run);
+    this.update({ view: fold(this.durable.view, runId, this.tail, { maxEntries: this.o.maxEntries }) });
   }
 
   /** Starts the flow on the canvas with `input`; scripted replies take `paceMs` each. */

@@ -68,4 +68,30 @@ describe('RunState', () => {
     expect(rs.edges.get('e1')).toBe('');
     expect(rs.breakpointList()).toEqual(['b']);
   });
+
+  it('restoreRun takes another state’s run marks, notifying only what changes; breakpoints stay', () => {
+    const earlier = new RunState();
+    earlier.applyRunEvent({ type: 'node.started', nodeId: 'a' });
+    earlier.applyRunEvent({ type: 'handover', edgeId: 'e1' });
+    const rs = new RunState();
+    rs.toggleBreakpoint('c');
+    for (const ev of [
+      { type: 'node.started', nodeId: 'a' },
+      { type: 'handover', edgeId: 'e1' },
+      { type: 'node.started', nodeId: 'b' },
+      { type: 'handover', edgeId: 'e2' },
+    ])
+      rs.applyRunEvent(ev);
+    const n = notified(rs, () => rs.restoreRun(earlier));
+    expect(n.nodes.sort()).toEqual(['a', 'b']);
+    expect(n.edges.sort()).toEqual(['e1', 'e2']);
+    expect([rs.activeNode, rs.activeEdge]).toEqual(['a', 'e1']);
+    expect(rs.get('a')).toEqual({ status: 'running', active: true });
+    expect(rs.get('b')).toEqual({ status: 'idle', active: false });
+    expect([rs.edges.get('e1'), rs.edges.get('e2')]).toEqual(['active', '']);
+    expect(rs.breakpointList()).toEqual(['c']);
+    // The next event carries on from the restored point.
+    rs.applyRunEvent({ type: 'node.started', nodeId: 'c' });
+    expect(rs.get('a')).toEqual({ status: 'running', active: false });
+  });
 });

@@ -85,6 +85,17 @@ export class RunState {
   }
 
   /**
+   * Takes the run marks of `from` (active node and edge, node statuses, edges taken): going back
+   * to an earlier point of the run. Breakpoints stay; only entries that change notify.
+   */
+  restoreRun(from: RunState): void {
+    this.activeId = from.activeId;
+    this.activeEdgeId = from.activeEdgeId;
+    this.store.replaceAll(new Map(from.store.entries()));
+    this.edges.replaceAll(new Map(from.edges.entries()));
+  }
+
+  /**
    * Follows a run's events: `node.started|completed|failed`, `input.requested`, `handover`
    * (its edge) and the end of the run. `top` is false for events of a nested (delegated) run,
    * whose end does not end the run being watched.

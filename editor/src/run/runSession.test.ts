@@ -1,0 +1,182 @@
+import { defaultRegistry } from '@switchboard/nodes';
+import type { RunEvent } from '@switchboard/schemas';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { FlowApi } from '../model/api.js';
+import { EditorStore } from '../store/editorStore.js';
+import { FakeSocket, frame } from '../testing/fakeSocket.js';
+import { RunSession } from './runSession.js';
+
+/** Events of run `r1` from seq `from` on, as the server's log holds them. */
+function events(list: Array<Record<string, unknown>>, from = 1): RunEvent[] {
+  return list.map((e, i) => ({ runId: 'r1', seq: from + i, ts: 1000 + from + i, ...e }) as RunEvent);
+}
+
+/** 1..6: on disk before the server's host lost power. */
+const DURABLE = events([
+  { type: 'run.started', flowId: 'f', input: 'hi' },
+  { type: 'node.started', nodeId: 'a' },
+  { type: 'message', nodeId: 'a', message: { seq: 1, role: 'assistant', author: 'a', content: 'from a' } },
+  { type: 'handover', edgeId: 'e1', from: 'a', to: 'b' },
+  { type: 'node.completed', nodeId: 'a' },
+  { type: 'node.started', nodeId: 'b' },
+]);
+/** 7..10 as first sent: written, never synced, lost. */
+const LOST = events(
+  [
+    {
+      type: 'message',
+      nodeId: 'b',
+      message: { seq: 2, role: 'assistant', author: 'b', content: 'old reply' },
+    },
+    { type: 'handover', edgeId: 'e2', from: 'b', to: 'c' },
+    { type: 'node.started', nodeId: 'c' },
+    { type: 'input.requested', nodeId: 'c', question: 'Ship it?' },
+  ],
+  7,
+);
+/** 7..9 as the run wrote them again after the restart. */
+const REDONE = events(
+  [
+    {
+      type: 'message',
+      nodeId: 'b',
+      message: { seq: 2, role: 'assistant', author: 'b', content: 'new reply' },
+    },
+    { type: 'handover', edgeId: 'e3', from: 'b', to: 'd' },
+    { type: 'node.started', nodeId: 'd' },
+  ],
+  7,
+);
+
+const stores: EditorStore[] = [];
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+  for (const s of stores.splice(0)) s.dispose();
+});
+
+/** A session on fake sockets, watching flow `f`. */
+async function session(provisional?: boolean) {
+  const sockets: FakeSocket[] = [];
+  const api = {
+    wsUrl: () => 'ws://server/api/ws',
+    wsProtocols: () => [],
+    runsOf: async () => [],
+  } as unknown as FlowApi;
+  const store = new EditorStore({ registry: defaultRegistry, validateDelay: 1 });
+  stores.push(store);
+  const runs = new RunSession({
+    api,
+    store,
+    provisional,
+    createSocket: () => {
+      const s = new FakeSocket();
+      sockets.push(s);
+      return s;
+    },
+  });
+  runs.start();
+  sockets[0]!.open();
+  await runs.watchFlow('f');
+  const now = () => sockets.at(-1)!;
+  /** The server closes the connection; the session reconnects on a new socket. */
+  const reconnect = (): FakeSocket => {
+    now().close(1006, 'gone');
+    vi.advanceTimersByTime(1000);
+    now().open();
+    return now();
+  };
+  return { runs, store, now, reconnect };
+}
+
+/** What the canvas and the run panel show. */
+function shown(x: { runs: RunSession; store: EditorStore }) {
+  const rs = x.store.runState;
+  return {
+    view: x.runs.getSnapshot().view,
+    nodes: Object.fromEntries(['a', 'b', 'c', 'd'].map((id) => [id, rs.get(id)])),
+    edges: Object.fromEntries(['e1', 'e2', 'e3'].map((id) => [id, rs.edges.get(id)])),
+    activeNode: rs.activeNode,
+    activeEdge: rs.activeEdge,
+  };
+}
+
+describe('RunSession with provisional events', () => {
+  it('subscribes provisionally by default', async () => {
+    const { now } = await session();
+    expect(now().sent).toEqual([{ type: 'subscribe', flowId: 'f', after: {}, provisional: true }]);
+  });
+
+  it('after a restart that replaced events above the watermark, shows exactly 1..6 and the new 7..9', async () => {
+    const x = await session();
+    // Held 1..10, of which 1..6 on disk (the watermark from a frame, then from a `durable` message).
+    x.now().push(frame('r1', [...DURABLE, ...LOST.slice(0, 2)], 4));
+    x.now().push({ type: 'durable', runId: 'r1', seq: 6 });
+    x.now().push(frame('r1', LOST.slice(2), 6));
+    expect(x.runs.runId).toBe('r1');
+    expect(shown(x).view.phase).toBe('waiting');
+    expect(x.runs.socket.durableSeq('r1')).toBe(6);
+    const s = x.reconnect();
+    expect(s.sent).toEqual([
+      { type: 'subscribe', flowId: 'f', after: { r1: 6 }, provisional: true },
+      { type: 'subscribe', runId: 'r1', after: 6, provisional: true },
+    ]);
+    s.push(frame('r1', REDONE, 7));
+
+    // The same as a session that only ever received what the server's log now holds.
+    const ref = await session(false);
+    ref.now().push(frame('r1', [...DURABLE, ...REDONE]));
+    expect(shown(x)).toEqual(shown(ref));
+
+    // Spelled out: nothing of the lost 7..10 is left.
+    const { view, nodes, edges, activeNode, activeEdge } = shown(x);
+    expect(view.phase).toBe('running');
+    expect(view.waiting).toBeUndefined();
+    expect(view.lastSeq).toBe(9);
+    expect(view.entries.map((e) => e.text)).toEqual(['from a', 'a → b', 'new reply', 'b → d']);
+    expect(nodes.c).toEqual({ status: 'idle', active: false });
+    expect(nodes.d).toEqual({ status: 'running', active: true });
+    expect(edges).toEqual({ e1: 'taken', e2: '', e3: 'active' });
+    expect([activeNode, activeEdge]).toEqual(['d', 'e3']);
+
+    // And the run goes on from there.
+    s.push(frame('r1', events([{ type: 'node.completed', nodeId: 'd' }], 10), 10));
+    expect(x.store.runState.get('d').status).toBe('completed');
+    expect(x.runs.getSnapshot().view.lastSeq).toBe(10);
+  });
+
+  it('rewinds across several reconnects when the watermark rose in between', async () => {
+    const x = await session();
+    x.now().push(frame('r1', [...DURABLE, ...LOST], 3));
+    // The first reconnect: 4..10 resent unchanged (the server did not go down), watermark now 8.
+    let s = x.reconnect();
+    expect(s.sent.at(-1)).toMatchObject({ runId: 'r1', after: 3 });
+    s.push(frame('r1', [...DURABLE.slice(3), ...LOST], 8));
+    expect(shown(x).view.phase).toBe('waiting');
+    // The second: the host went down; 9..10 lost, 9 written again differently.
+    s = x.reconnect();
+    expect(s.sent.at(-1)).toMatchObject({ runId: 'r1', after: 8 });
+    const nine = events([{ type: 'node.started', nodeId: 'd' }], 9);
+    s.push(frame('r1', nine, 9));
+    const ref = await session(false);
+    ref.now().push(frame('r1', [...DURABLE, ...LOST.slice(0, 2), ...nine]));
+    expect(shown(x)).toEqual(shown(ref));
+    expect(shown(x).edges).toEqual({ e1: 'taken', e2: 'active', e3: '' });
+    expect(shown(x).nodes.c).toEqual({ status: 'idle', active: false });
+    expect(shown(x).view.waiting).toBeUndefined();
+  });
+
+  it('without provisional, subscribes as before and a reconnect resumes from the last seq', async () => {
+    const x = await session(false);
+    expect(x.now().sent).toEqual([{ type: 'subscribe', flowId: 'f', after: {} }]);
+    x.now().push(frame('r1', [...DURABLE, ...LOST]));
+    const s = x.reconnect();
+    expect(s.sent).toEqual([
+      { type: 'subscribe', flowId: 'f', after: { r1: 10 } },
+      { type: 'subscribe', runId: 'r1', after: 10 },
+    ]);
+    expect(shown(x).view.lastSeq).toBe(10);
+  });
+});
