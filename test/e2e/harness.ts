@@ -7,7 +7,14 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import {
+  type Browser,
+  type BrowserContext,
+  type BrowserContextOptions,
+  chromium,
+  type Page,
+} from 'playwright-core';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { serveStatic } from '../../editor/bench/static.js';
 import type { SwitchboardServer } from '../../runtime/src/server/index.js';
 
@@ -102,6 +109,79 @@ export async function startServer(): Promise<{
     async close() {
       await server.close();
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** How long a browser test waits for a condition on the page. */
+export const WAIT = { timeout: 60_000 };
+
+/**
+ * Browser tests against the real server, for the file that calls this: one Chromium for the
+ * file; `serve()` starts a fresh server for the running test and `person(path)` opens the editor
+ * on it in a browser context of its own (own storage). After each test, the pages of a failed
+ * one are kept as screenshots `failed-<name>-<test>-<i>.png` in test/artifacts, and its contexts
+ * and server are closed.
+ */
+export function browserTests(name: string) {
+  let browser: Browser | undefined;
+  let current: Awaited<ReturnType<typeof startServer>> | undefined;
+  const contexts: BrowserContext[] = [];
+
+  beforeAll(async () => {
+    requireBuild();
+    browser = await launch();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  afterEach(async (ctx) => {
+    if (ctx.task.result?.state === 'fail') {
+      const test = ctx.task.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 50);
+      for (const [i, c] of contexts.entries())
+        await c
+          .pages()[0]
+          ?.screenshot({ path: artifact(`failed-${name}-${test}-${i}.png`) })
+          .catch(() => {});
+    }
+    for (const c of contexts.splice(0)) await c.close().catch(() => {});
+    const s = current;
+    current = undefined;
+    await s?.close();
+  });
+
+  const running = () => {
+    if (!current) throw new Error('No server for this test: call serve() first');
+    return current;
+  };
+  /** A browser context closed after the test (and screenshotted if it fails). */
+  async function newContext(options: BrowserContextOptions = {}): Promise<BrowserContext> {
+    if (!browser) throw new Error('The browser is not launched (browserTests registers beforeAll)');
+    const context = await browser.newContext(options);
+    contexts.push(context);
+    return context;
+  }
+
+  return {
+    /** The server of the running test. */
+    get server(): SwitchboardServer {
+      return running().server;
+    },
+    get url(): string {
+      return running().url;
+    },
+    async serve(): Promise<void> {
+      current = await startServer();
+    },
+    newContext,
+    /** A person: a browser context of their own, one page on `path` of the server, the editor shown. */
+    async person(path: string): Promise<{ page: Page; errors: string[]; context: BrowserContext }> {
+      const context = await newContext({ viewport: { width: 1400, height: 900 } });
+      const page = await context.newPage();
+      const errors = watchErrors(page);
+      await page.goto(`${running().url}${path}`);
+      await page.getByTestId('node-start').waitFor(WAIT);
+      return { page, errors, context };
     },
   };
 }

@@ -12,9 +12,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { artifact, launch, ROOT, requireBuild, serveStatic, startServer, watchErrors } from './harness.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { artifact, browserTests, ROOT, serveStatic, WAIT } from './harness.js';
 
 const TRIAGE = JSON.parse(readFileSync(join(ROOT, 'flows', 'support-triage.json'), 'utf8')) as Flow;
 const EXAMPLE = (TRIAGE.metadata as { examples: Array<{ input: string }> }).examples[0]!.input;
@@ -29,60 +29,10 @@ const BILLING_PATH = [
   'sender',
   'end',
 ];
-const WAIT = { timeout: 60_000 };
 
-let browser: Browser;
-let current: Awaited<ReturnType<typeof startServer>> | undefined;
-/** The server of the running test. */
-const srv = {
-  get url() {
-    return current!.url;
-  },
-  get server() {
-    return current!.server;
-  },
-};
-async function serve(): Promise<void> {
-  current = await startServer();
-}
-const contexts: BrowserContext[] = [];
-
-beforeAll(async () => {
-  requireBuild();
-  browser = await launch();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async (ctx) => {
-  if (ctx.task.result?.state === 'fail')
-    for (const [i, c] of contexts.entries()) {
-      const page = c.pages()[0];
-      if (page)
-        await page
-          .screenshot({
-            path: artifact(
-              `failed-live-${ctx.task.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 50)}-${i}.png`,
-            ),
-          })
-          .catch(() => {});
-    }
-  for (const c of contexts.splice(0)) await c.close();
-  const s = current;
-  current = undefined;
-  await s?.close();
-});
-
-/** A person: a browser context of their own (own storage), one page on `path`. */
-async function person(path: string): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchErrors(page);
-  await page.goto(`${srv.url}${path}`);
-  await page.getByTestId('node-start').waitFor(WAIT);
-  return { page, errors };
-}
+/** The server of the running test (its getters), and the people on it. */
+const srv = browserTests('live');
+const { serve, person, newContext } = srv;
 
 async function phase(page: Page, want: string): Promise<void> {
   await page.locator(`[data-testid="run-panel"][data-phase="${want}"]`).waitFor(WAIT);
@@ -366,8 +316,7 @@ describe('a static build', { timeout: 60_000 }, () => {
   it('cannot run: the Run button is disabled and says why', async () => {
     const stat = await serveStatic();
     try {
-      const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
-      contexts.push(context);
+      const context = await newContext({ viewport: { width: 1200, height: 800 } });
       const page = await context.newPage();
       await page.goto(`${stat.url}/`);
       await page.getByTestId('node-start').waitFor(WAIT);

@@ -4,51 +4,21 @@
  * while invalid), the catalog holds what was typed without anyone pressing Save, and the next
  * person to open the flow gets the saved version. Waits are on conditions, never fixed sleeps.
  */
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { artifact, launch, requireBuild, startServer, watchErrors } from './harness.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { browserTests, WAIT } from './harness.js';
 
-const WAIT = { timeout: 60_000 };
-let browser: Browser;
-let current: Awaited<ReturnType<typeof startServer>> | undefined;
-const contexts: BrowserContext[] = [];
-
-beforeAll(async () => {
-  requireBuild();
-  browser = await launch();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async (ctx) => {
-  if (ctx.task.result?.state === 'fail')
-    for (const [i, c] of contexts.entries())
-      await c
-        .pages()[0]
-        ?.screenshot({ path: artifact(`failed-rooms-saved-${i}.png`) })
-        .catch(() => {});
-  for (const c of contexts.splice(0)) await c.close().catch(() => {});
-  await current?.close();
-  current = undefined;
-});
-
-async function person(path: string): Promise<{ page: Page; errors: string[]; context: BrowserContext }> {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors = watchErrors(page);
-  await page.goto(`${current!.url}${path}`);
-  await page.getByTestId('node-start').waitFor(WAIT);
-  return { page, errors, context };
-}
+/** The server of the running test (its getters), and the people on it. */
+const srv = browserTests('rooms-saved');
+const { serve, person } = srv;
 
 const saveState = (page: Page, kind: string) =>
   page.locator(`[data-testid="save-state"][data-room-save="${kind}"]`).waitFor(WAIT);
 
 describe('co-edited rooms are saved', { timeout: 180_000 }, () => {
   it('the toolbar follows the server’s saves; nobody presses Save; the next person opens the saved version', async () => {
-    current = await startServer();
-    const stored = () => current!.server.store.catalog.data.flows['support-triage'];
+    await serve();
+    const stored = () => srv.server.store.catalog.data.flows['support-triage'];
     const ada = await person('/');
     await ada.page.getByTestId('btn-templates').click();
     await ada.page.getByTestId('template-support-triage').click();

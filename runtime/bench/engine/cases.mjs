@@ -1,9 +1,12 @@
 // One benchmark configuration in this (fresh) process: `node --expose-gc cases.mjs <case> <impl> [n]`.
 // Prints one JSON line. Every implementation does the same work per step: call the same instant
 // scripted model, keep the reply, and hand one event per interpreter step to a listener that
-// consumes it (events on). See run.mjs for the gates.
+// consumes it (events on). See run.mjs for the gates. profile.mjs imports the raw baseline
+// (`rawChain`) and the `listener` from here; imported, this file runs no case.
 import { setMaxListeners } from 'node:events';
+import { realpathSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 
 const [, , caseName, impl, nArg] = process.argv;
 const n = Number(nArg ?? 100);
@@ -33,7 +36,7 @@ function quietSignal() {
 }
 
 let sink = 0;
-const listener = (e) => {
+export const listener = (e) => {
   sink += e.seq;
 };
 
@@ -65,7 +68,12 @@ async function rawAgent(provider, id, input, transcript, emit, signal) {
   return res.text;
 }
 
-async function rawChain(rt, len, latencyMs = 0) {
+/**
+ * A chain of `len` raw agents. profile.mjs adds busy work through the hooks: `beforeRun` before
+ * the run starts, `afterStep` after each agent (before its handover).
+ */
+export async function rawChain(rt, len, latencyMs = 0, { beforeRun, afterStep } = {}) {
+  beforeRun?.();
   const provider = scripted(rt, latencyMs);
   const signal = quietSignal();
   const emit = rawEmitter('raw');
@@ -73,6 +81,7 @@ async function rawChain(rt, len, latencyMs = 0) {
   let last = 'go';
   for (let i = 1; i <= len; i++) {
     last = await rawAgent(provider, `a${i}`, last, transcript, emit, signal);
+    afterStep?.();
     emit('handover', `a${i}`, { edgeId: `e${i}` });
   }
   return last;
@@ -449,5 +458,7 @@ const cases = {
   concurrent: concurrentCase,
   import: importCase,
 };
-await cases[caseName]();
+// Only when run as a script (run.mjs spawns it), not when profile.mjs imports it.
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url))
+  await cases[caseName]();
 void sink;

@@ -9,8 +9,8 @@
 // Also: --cpu-prof; HEAP_PROFILE=file (sampled allocations, HEAP_INTERVAL bytes); SPIN_STEP=µs and
 // SPIN_START=µs add busy work to the raw chains, to see how the wall answers to per-step and
 // per-run costs.
-import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { listener, rawChain } from './cases.mjs';
 
 const [, , impl = 'switchboard', roundsArg] = process.argv;
 const rounds = Number(roundsArg ?? 5);
@@ -48,56 +48,17 @@ globalThis.setTimeout = (fn, ms, ...rest) => {
   );
 };
 
-let sink = 0;
-const listener = (e) => {
-  sink += e.seq;
-};
-
-function rawEmitter(runId) {
-  let seq = 0;
-  return (type, nodeId, extra) => {
-    listener({ runId, seq: ++seq, ts: Date.now(), type, nodeId, ...extra });
-  };
-}
-async function rawAgent(provider, id, input, transcript, emit, signal) {
-  emit('node.started', id);
-  emit('turn.started', id, { turn: transcript.length });
-  const messages = [
-    { role: 'system', content: `You are ${id}.` },
-    { role: 'user', content: input },
-  ];
-  const res = await provider.complete({ nodeId: id, messages, signal });
-  emit('model.completed', id, { text: res.text, usage: res.usage });
-  const m = { seq: transcript.length + 1, role: 'assistant', author: id, content: res.text };
-  transcript.push(m);
-  emit('message', id, { message: m });
-  emit('turn.completed', id, { usage: res.usage });
-  emit('node.completed', id);
-  return res.text;
-}
 const SPIN_STEP = Number(process.env.SPIN_STEP ?? 0) / 1000;
 const SPIN_START = Number(process.env.SPIN_START ?? 0) / 1000;
 function spin(ms) {
   const end = performance.now() + ms;
   while (performance.now() < end);
 }
-async function rawChain() {
-  if (SPIN_START) spin(SPIN_START);
-  const provider = new rt.ScriptedProvider(rt.parseScript([{ fallback: true, text: 'ok' }], 'bench'), {
-    latencyMs: 50,
-  });
-  const signal = new AbortController().signal;
-  setMaxListeners(0, signal);
-  const emit = rawEmitter('raw');
-  const transcript = [];
-  let last = 'go';
-  for (let i = 1; i <= LEN; i++) {
-    last = await rawAgent(provider, `a${i}`, last, transcript, emit, signal);
-    if (SPIN_STEP) spin(SPIN_STEP);
-    emit('handover', `a${i}`, { edgeId: `e${i}` });
-  }
-  return last;
-}
+// The raw baseline of cases.mjs, with the busy work above.
+const spins = {
+  beforeRun: SPIN_START ? () => spin(SPIN_START) : undefined,
+  afterStep: SPIN_STEP ? () => spin(SPIN_STEP) : undefined,
+};
 
 const f = chain(LEN, { memory: 'thread' });
 f.models = { default: { provider: 'scripted', latencyMs: 50, script: [{ fallback: true, text: 'ok' }] } };
@@ -108,7 +69,7 @@ async function once() {
       Array.from({ length: N }, () => rt.runFlow(f, 'go', { validate: false, onEvent: listener }).result),
     );
     if (rs.some((r) => r.status !== 'completed')) throw new Error('a run failed');
-  } else await Promise.all(Array.from({ length: N }, () => rawChain()));
+  } else await Promise.all(Array.from({ length: N }, () => rawChain(rt, LEN, 50, spins)));
 }
 
 await once();
@@ -161,4 +122,3 @@ if (session) {
   const { profile } = await session.post('HeapProfiler.stopSampling');
   (await import('node:fs')).writeFileSync(heapOut, JSON.stringify(profile));
 }
-void sink;
