@@ -4,6 +4,11 @@
  *
  * A WebSocket client follows every run of the flow across restarts (resubscribing with its
  * last seqs): what it received was acknowledged, and must be in the logs afterwards.
+ *
+ * A provisional client (provisional.ts) follows them too, getting events before they are
+ * synced and resubscribing after the durable seq it was told: what it was told durable must
+ * be in the logs unchanged, and — with kill -9, never a power loss, so written events survive —
+ * its final view of each run must be the run's log exactly.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -16,6 +21,7 @@ import { scanEventLog } from '../../runtime/src/store/event-log.js';
 import { checkCheckpoint } from '../../runtime/src/store/run-files.js';
 import { EventsClient } from '../server/helpers.js';
 import { batteryFlow, FINAL_OUTPUT } from './fixture.js';
+import { ProvisionalWatcher } from './provisional.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const RUNTIME = fileURLToPath(new URL('../../runtime/', import.meta.url));
@@ -57,6 +63,23 @@ export interface BatteryFigures {
   duplicateExecutions: number;
   maybeExecuted: number;
   toolExecutions: number;
+  /** Events the provisional client received (re-sent ones included). */
+  provisionalEvents: number;
+  /** Of them, received before the durable seq told covered them. */
+  provisionalAhead: number;
+  /** Events it held above the durable seq told when a server was killed (summed over kills). */
+  provisionalAboveAtKill: number;
+  /** Events re-sent to it after a restart over one it held, and of those, with other content. */
+  provisionalResent: number;
+  provisionalSuperseded: number;
+  /** Events it was told durable (once each), and those of them not in the final log unchanged. */
+  provisionalDurableEvents: number;
+  provisionalDurableLost: number;
+  /** Runs checked, and those whose final provisional view is not the final log exactly. */
+  provisionalRuns: number;
+  provisionalViewMismatches: number;
+  /** Out-of-order events, frames without `durable`, error messages. */
+  provisionalProblems: number;
 }
 
 function rng(seed: number): () => number {
@@ -104,6 +127,7 @@ async function api(
   method: string,
   path: string,
   body?: unknown,
+  // biome-ignore lint/suspicious/noExplicitAny: test convenience
 ): Promise<{ status: number; json: any }> {
   const r = await fetch(`http://127.0.0.1:${port}${path}`, {
     method,
@@ -145,11 +169,24 @@ export async function runBattery(o: BatteryOptions): Promise<BatteryFigures> {
     duplicateExecutions: 0,
     maybeExecuted: 0,
     toolExecutions: 0,
+    provisionalEvents: 0,
+    provisionalAhead: 0,
+    provisionalAboveAtKill: 0,
+    provisionalResent: 0,
+    provisionalSuperseded: 0,
+    provisionalDurableEvents: 0,
+    provisionalDurableLost: 0,
+    provisionalRuns: 0,
+    provisionalViewMismatches: 0,
+    provisionalProblems: 0,
   };
   let proc = await startServer(dataDir, counter);
   let client = new EventsClient(`ws://127.0.0.1:${proc.port}/api/ws`, `http://127.0.0.1:${proc.port}`);
   await client.open();
   client.subscribeFlow(flow.id);
+  const prov = new ProvisionalWatcher();
+  await prov.open(proc.port);
+  prov.subscribeFlow(flow.id);
   const concurrency = o.concurrency ?? 6;
   // Kills are spread over the run starts: one after every `killEvery` starts, each at a random
   // moment while runs are live (a kill of an idle server proves little).
@@ -186,6 +223,8 @@ export async function runBattery(o: BatteryOptions): Promise<BatteryFigures> {
       proc.child.kill('SIGKILL');
       await new Promise((r) => proc.child.once('exit', r));
       f.kills++;
+      await prov.close();
+      f.provisionalAboveAtKill += prov.heldAboveDurable();
       log(`kill ${f.kills}: ${liveIds.length} runs live`);
       const t0 = Date.now();
       proc = await startServer(dataDir, counter);
@@ -212,6 +251,8 @@ export async function runBattery(o: BatteryOptions): Promise<BatteryFigures> {
       client = next;
       await client.open();
       client.subscribeFlow(flow.id);
+      await prov.open(proc.port);
+      prov.subscribeFlow(flow.id);
     }
     await sleep(20);
   }
@@ -224,8 +265,16 @@ export async function runBattery(o: BatteryOptions): Promise<BatteryFigures> {
     if (live.length === 0 || Date.now() > end) break;
     await sleep(100);
   }
+  // The provisional client settles: runs it never heard of (killed before it got an event, then
+  // ended at recovery) it asks for by id; then each view ends with the run's final event and
+  // all of it was told durable.
+  for (const id of started) if (!prov.runs.has(id)) prov.subscribeRun(id);
+  const settled = () => [...started, ...prov.runs.keys()].every((id) => prov.settled(id));
+  const settleEnd = Date.now() + 10_000;
+  while (!settled() && Date.now() < settleEnd) await sleep(20);
   await sleep(300);
   await client.close();
+  await prov.close();
   const runs = (await api(proc.port, 'GET', '/api/runs?limit=1000')).json.runs as Array<{
     id: string;
     status: string;
@@ -283,6 +332,34 @@ export async function runBattery(o: BatteryOptions): Promise<BatteryFigures> {
     }
   }
   f.seqGaps += client.problems.filter((p) => p.includes('got seq')).length;
+  // The provisional client: what it was told durable is in the logs as it was received, and
+  // (only kill -9 here: written events survive) its final view of each run is the log exactly.
+  f.provisionalEvents = prov.received;
+  f.provisionalAhead = prov.ahead;
+  f.provisionalResent = prov.resent;
+  f.provisionalSuperseded = prov.superseded;
+  f.provisionalProblems = prov.problems.length;
+  for (const p of prov.problems.slice(0, 10)) log(`provisional: ${p}`);
+  for (const id of new Set([...started, ...prov.runs.keys()])) {
+    f.provisionalRuns++;
+    const disk = logs.get(id) ?? [];
+    const view = prov.runs.get(id);
+    (view?.confirmed ?? []).forEach((json, i) => {
+      f.provisionalDurableEvents++;
+      const d = disk[i];
+      if (!d || JSON.stringify(d) !== json) {
+        f.provisionalDurableLost++;
+        log(`provisional: ${id} seq ${i + 1} was told durable and is not in the log as received`);
+      }
+    });
+    if (JSON.stringify(view?.events ?? []) !== JSON.stringify(disk)) {
+      f.provisionalViewMismatches++;
+      log(
+        `provisional: ${id}: final view (${view?.events.length ?? 0} events, durable ${view?.durable ?? 0}) ` +
+          `is not the log (${disk.length} events)`,
+      );
+    }
+  }
   // No tool execution twice.
   const lines = existsSync(counter) ? readFileSync(counter, 'utf8').trim().split('\n').filter(Boolean) : [];
   f.toolExecutions = lines.length;

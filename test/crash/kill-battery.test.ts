@@ -22,6 +22,16 @@ const checks = (f: BatteryFigures, p: { runs: number; kills: number }) => {
   expect(f.completed + f.interrupted).toBe(f.runsStarted);
   expect(f.killedRuns).toBeGreaterThan(0);
   expect(f.ackedEvents).toBeGreaterThan(0);
+  // The provisional client: nothing told durable changed, and its final view is the log.
+  expect(f.provisionalEvents).toBeGreaterThan(0);
+  expect(f.provisionalDurableEvents).toBeGreaterThan(0);
+  expect(f.provisionalDurableLost).toBe(0);
+  expect(f.provisionalRuns).toBeGreaterThanOrEqual(f.runsStarted);
+  expect(f.provisionalViewMismatches).toBe(0);
+  expect(f.provisionalProblems).toBe(0);
+  // A kill -9 loses nothing the OS has: no event a live view got is ever replaced (only a power
+  // loss could do that, for events above the durable seq).
+  expect(f.provisionalSuperseded).toBe(0);
 };
 
 async function battery(p: { runs: number; kills: number; latencyMs?: number }): Promise<void> {
