@@ -11,7 +11,8 @@
  * never wait for a sync (an append beside a running fdatasync costs what it costs alone), so
  * what a run emits leaves memory at the end of its turn, and the sync that makes the last of
  * it durable starts right after the run's last write — beside a running one if need be, since
- * the clients wait for it. The checkpoint file's sync never holds back the events.
+ * the clients wait for it. The checkpoint file's sync never holds back the events, and waits
+ * a little unless someone waits for it (see CHECKPOINT_SYNC_DELAY_MS).
  *
  * Events become durable — readable, and passed to `onDurable` for the clients — once written
  * (without `fsync`) or once the sync of the log that covers them is done; with `fsync` each
@@ -43,6 +44,14 @@ interface FileState {
 
 const fileState = (): FileState => ({ writtenGen: 0, syncedGen: 0, running: 0 });
 
+/**
+ * How long a written checkpoint may wait for its sync when nobody waits for it: each sync costs
+ * the run time (on a small VM the I/O slows the run's CPU too), and until it ends a power loss
+ * only sends a resume back to an earlier checkpoint the log covers. A tool call journaled
+ * against it (`durable()`) and the run's close sync it at once.
+ */
+const CHECKPOINT_SYNC_DELAY_MS = 50;
+
 export class GroupCommit {
   /** Receives the events that just became durable, with the lines they were written in. */
   onDurable?: (events: RunEvent[], lines: LogLine[]) => void;
@@ -71,6 +80,8 @@ export class GroupCommit {
   private closing = false;
   private waiters: Waiter[] = [];
   private closed = false;
+  /** A checkpoint sync due later (nobody waits for it yet). */
+  private cpTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     readonly log: EventLog,
@@ -152,7 +163,7 @@ export class GroupCommit {
       this.eventsReached(this.log.written);
     } else {
       this.syncLog();
-      this.syncCheckpoints();
+      this.syncCheckpointsWhenDue();
       if (wroteLog && this.onWritten) {
         const { events, lines } = this.log.lastWritten();
         this.onWritten(events, lines);
@@ -180,16 +191,38 @@ export class GroupCommit {
     );
   }
 
+  /**
+   * Syncs the checkpoint file now when someone waits, else within a delay — or, once the run
+   * closes, after the log's last sync (close() does it).
+   */
+  private syncCheckpointsWhenDue(): void {
+    if (this.waiters.length > 0) {
+      this.syncCheckpoints();
+      return;
+    }
+    if (this.closing || this.cpTimer || !this.checkpoints?.needsSync) return;
+    this.cpTimer = setTimeout(() => {
+      this.cpTimer = undefined;
+      this.syncCheckpoints();
+    }, CHECKPOINT_SYNC_DELAY_MS);
+    // A pending sync never holds the process open; close() syncs what is left.
+    this.cpTimer.unref?.();
+  }
+
   private syncCheckpoints(): void {
     const f = this.cpFile;
     const cps = this.checkpoints;
     if (!cps?.needsSync || (f.running > 0 && !this.closing)) return;
+    if (this.cpTimer) {
+      clearTimeout(this.cpTimer);
+      this.cpTimer = undefined;
+    }
     this.track(
       f,
       this.flushedGen,
       cps.sync(),
       () => {},
-      () => this.syncCheckpoints(),
+      () => this.syncCheckpointsWhenDue(),
     );
   }
 
@@ -264,7 +297,10 @@ export class GroupCommit {
     const pending = this.log.hasPending || this.cpLine !== undefined;
     const gen = pending ? this.flushedGen + 1 : this.flushedGen;
     if (this.covered(this.logFile, gen) && this.covered(this.cpFile, gen)) return Promise.resolve();
-    return new Promise((resolve, reject) => this.waiters.push({ gen, resolve, reject }));
+    const p = new Promise<void>((resolve, reject) => this.waiters.push({ gen, resolve, reject }));
+    // Someone waits: a checkpoint already written is synced now, not after the delay.
+    if (this.fsync) this.syncCheckpoints();
+    return p;
   }
 
   /** Writes what is pending, waits until it is durable, and closes both files. */
@@ -273,6 +309,12 @@ export class GroupCommit {
     this.closing = true;
     this.flush();
     this.closed = true;
+    if (this.fsync) {
+      // The clients wait for the log's last sync: the checkpoint file's (whatever is unsynced
+      // of it) comes after it rather than beside it, where the two would slow each other.
+      await this.log.sync().catch(() => {});
+      this.syncCheckpoints();
+    }
     try {
       await this.durable();
     } catch {
