@@ -172,7 +172,7 @@ async function chainVsReference(): Promise<void> {
   const STEPS = Number(process.env.BENCH_CHAIN_STEPS ?? 100);
   const flow: Flow = { ...chain(STEPS), id: 'chain', name: 'chain' };
   const warmup = 3;
-  const reps = 21;
+  const reps = 41;
 
   // Reference: the engine's events batched per event-loop turn and sent over a bare ws server.
   const referenceOnce = async (): Promise<{ perStep: number; lag: number }> => {

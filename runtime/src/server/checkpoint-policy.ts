@@ -32,7 +32,7 @@ export interface CheckpointDecision {
   yield: boolean;
 }
 
-/** Events a run may be ahead of the disk when no client waits for durable ones. */
+/** Events a run may be ahead of the disk when nobody watches it. */
 export const AHEAD_EVENTS = 8192;
 
 export interface SliceOptions {
@@ -42,7 +42,7 @@ export interface SliceOptions {
   events: number;
   /** A slice end writes its checkpoint once the last one written is this old (ms). */
   replayMs: number;
-  /** Events a run may be ahead of the disk when no client waits for durable ones (default 8,192). */
+  /** Events a run may be ahead of the disk when nobody watches it (default 8,192). */
   aheadEvents?: number;
 }
 
@@ -55,8 +55,8 @@ export class CheckpointPolicy {
   private costMs = 0;
   private maxEvents: number;
   private watchers = 1;
-  /** Of them, clients that take only durable events (0: none, or all provisional). */
-  private durableWatchers = 0;
+  /** Clients watching as last told (0: nobody, or not told yet). */
+  private clients = 0;
 
   constructor(private readonly o: SliceOptions) {
     this.maxEvents = o.events;
@@ -79,27 +79,27 @@ export class CheckpointPolicy {
   }
 
   /**
-   * How many clients watch the run, and how many of them take only durable events. Every
-   * event goes out once to each, so the slice holds fewer events when many watch: what a
-   * slice sends stays about the same, and so does the time until its last watcher has it.
+   * How many clients watch the run. Every event goes out once to each, so the slice holds
+   * fewer events when many watch: what a slice sends stays about the same, and so does the
+   * time until its last watcher has it.
    */
-  watchedBy(clients: number, durableOnly = clients): void {
+  watchedBy(clients: number): void {
+    this.clients = Math.max(0, clients);
     this.watchers = Math.max(1, clients);
-    this.durableWatchers = Math.max(0, durableOnly);
     this.maxEvents = Math.max(8, Math.floor(this.o.events / this.watchers));
   }
 
   /**
    * How many events the run may be ahead of the disk (written, not yet synced) before it
-   * waits for it. While clients that take only durable events watch: four slices for one,
-   * fewer per watcher when many watch (at least two slices) — beyond that a slow sync would
-   * publish a pile at once, every such watcher would take long to get through it, and so
-   * would the end of the run. With none (nobody watches, or every watcher takes events as
-   * written), what is not durable only costs memory: `aheadEvents` bounds it.
+   * waits for it. While clients watch: four slices for one, fewer per watcher when many watch
+   * (at least two slices) — the disk then paces a run that would otherwise fill its watchers'
+   * sockets faster than they read (or, for those that take durable events only, publish a
+   * pile at once after a slow sync). Nobody watching, what is not durable only costs memory:
+   * `aheadEvents` bounds it.
    */
   get aheadLimit(): number {
-    const w = this.durableWatchers;
-    if (w === 0) return this.o.aheadEvents ?? AHEAD_EVENTS;
+    if (this.clients === 0) return this.o.aheadEvents ?? AHEAD_EVENTS;
+    const w = this.watchers;
     return Math.max(2 * this.maxEvents, Math.floor((4 * this.o.events) / w / w));
   }
 

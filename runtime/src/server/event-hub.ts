@@ -23,7 +23,6 @@
 import type { RunEvent } from '@switchboard/schemas';
 import type { WebSocket } from 'ws';
 import type { LogLine } from '../store/event-log.js';
-import type { Watchers } from './run-manager.js';
 
 /** Close code for a client that could not keep up; recover by resubscribing with the last seq. */
 export const CLOSE_SLOW = 4008;
@@ -170,10 +169,9 @@ export class EventHub {
    * Durable events (with the log lines they were written in, when the caller has them); sent once the current callback is done. A run's group commit publishes at most once per
    * event-loop turn, so that is one frame per run per turn — and it goes out in the same turn
    * as the write that made it durable, not after whatever the loop runs next (say, the run's
-   * next slice). Returns how many clients watch the run (each costs a send per frame), and
-   * how many of them take only durable events.
+   * next slice). Returns how many clients watch the run (each costs a send per frame).
    */
-  publish(runId: string, events: RunEvent[], lines?: LogLine[]): Watchers {
+  publish(runId: string, events: RunEvent[], lines?: LogLine[]): number {
     return this.queue(runId, 'durable', events, lines);
   }
 
@@ -181,11 +179,11 @@ export class EventHub {
    * Events the OS has that are not durable yet, for provisional clients (their durability is
    * published later through `publish`). Returns how many clients watch the run.
    */
-  publishWritten(runId: string, events: RunEvent[], lines: LogLine[]): Watchers {
+  publishWritten(runId: string, events: RunEvent[], lines: LogLine[]): number {
     return this.queue(runId, 'written', events, lines);
   }
 
-  private queue(runId: string, kind: 'durable' | 'written', events: RunEvent[], lines?: LogLine[]): Watchers {
+  private queue(runId: string, kind: 'durable' | 'written', events: RunEvent[], lines?: LogLine[]): number {
     let p = this.pending.get(runId);
     const flowId = p ? p.flowId : this.source.flowOf(runId);
     const watchers = this.watchersOf(runId, flowId);
@@ -209,17 +207,11 @@ export class EventHub {
     return watchers;
   }
 
-  /** Clients subscribed to a run (by id or through its flow), and those of them that take only durable events. */
-  private watchersOf(runId: string, flowId: string | undefined): Watchers {
-    const w: Watchers = { all: 0, durable: 0 };
-    const count = (set: Set<Client> | undefined) => {
-      if (!set) return;
-      w.all += set.size;
-      for (const c of set) if (!c.provisional) w.durable++;
-    };
-    count(this.byRun.get(runId));
-    if (flowId !== undefined) count(this.byFlow.get(flowId));
-    return w;
+  /** Clients subscribed to a run, by id or through its flow. */
+  private watchersOf(runId: string, flowId: string | undefined): number {
+    return (
+      (this.byRun.get(runId)?.size ?? 0) + (flowId === undefined ? 0 : (this.byFlow.get(flowId)?.size ?? 0))
+    );
   }
 
   /** Sends everything published so far (also called by the scheduler). */

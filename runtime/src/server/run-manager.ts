@@ -38,12 +38,6 @@ export interface Logger {
   error(obj: object | string, msg?: string): void;
 }
 
-/** How many clients watch a run, and how many of them take only durable events. */
-export interface Watchers {
-  all: number;
-  durable: number;
-}
-
 const silent: Logger = { info() {}, warn() {}, error() {} };
 
 export interface RunManagerOptions {
@@ -52,12 +46,12 @@ export interface RunManagerOptions {
    * Receives each batch of events once it is durable, with the log lines they were written
    * in; may return how many clients watch the run.
    */
-  publish?: (runId: string, events: RunEvent[], lines?: LogLine[]) => Watchers | undefined;
+  publish?: (runId: string, events: RunEvent[], lines?: LogLine[]) => number | undefined;
   /**
    * Receives each batch of events as soon as it is written to the OS, before it is durable
    * (only when the store fsyncs; otherwise written is durable and `publish` has them at once).
    */
-  publishWritten?: (runId: string, events: RunEvent[], lines: LogLine[]) => Watchers | undefined;
+  publishWritten?: (runId: string, events: RunEvent[], lines: LogLine[]) => number | undefined;
   /** The interpreter; loaded lazily from ../engine/index.js by default. */
   runFlow?: RunFlow;
   models?: RunOptions['models'];
@@ -392,13 +386,13 @@ export class RunManager {
     commit.onDurable = publish
       ? (events, lines) => {
           const watchers = publish(runId, events, lines);
-          if (watchers) policy?.watchedBy(watchers.all, watchers.durable);
+          if (typeof watchers === 'number') policy?.watchedBy(watchers);
         }
       : undefined;
     commit.onWritten = publishWritten
       ? (events, lines) => {
           const watchers = publishWritten(runId, events, lines);
-          if (watchers) policy?.watchedBy(watchers.all, watchers.durable);
+          if (typeof watchers === 'number') policy?.watchedBy(watchers);
         }
       : undefined;
     commit.onError = (e) =>
