@@ -3,7 +3,8 @@
  * clients, what a run pays per logged event with and without fsync (and whether it grows with
  * the log), a chain of 100 streamed to a loopback client against a plain `ws` reference that
  * coalesces the same way, and fastify routes against a bare `http` server.
- * Figures print as a table and are written to results.json next to this file.
+ * Each section runs in a fresh process (`run.ts SECTION` runs one alone); the figures print
+ * and are written to results.json next to this file.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -65,11 +66,8 @@ function client(
 
 /**
  * Latency from emit to receipt by 50 clients, and throughput, for clients that take only
- * durable events and for live views (`provisional`, as the editor subscribes).
+ * durable events or for live views (`provisional`, as the editor subscribes).
  */
-async function latencyAndThroughput(): Promise<void> {
-  for (const provisional of [false, true]) await latencyAndThroughputOf(provisional);
-}
 
 async function latencyAndThroughputOf(provisional: boolean): Promise<void> {
   const dir = tmp();
@@ -382,35 +380,50 @@ async function httpCompare(): Promise<void> {
 
 const only = process.argv[2];
 const sections: Array<[string, () => Promise<void>]> = [
-  ['latency', latencyAndThroughput],
+  ['latency', () => latencyAndThroughputOf(false)],
+  ['latencyLive', () => latencyAndThroughputOf(true)],
   ['log', logAppendBench],
   ['chain', chainVsReference],
   ['http', httpCompare],
 ];
-for (const [name, fn] of sections) {
-  if (only && only !== name) continue;
-  await fn();
-  console.log(
-    name,
-    JSON.stringify(
-      results[
-        name === 'latency'
-          ? 'wsLatency50ClientsLive'
-          : name === 'log'
-            ? 'logAppend'
-            : name === 'chain'
-              ? 'chain100'
-              : 'http'
-      ],
-    ),
-  );
-}
-if (!only) {
+const RESULT = 'RESULT ';
+
+if (only) {
+  // One section in this process; its figures go to stdout for the parent (and for people).
+  const section = sections.find(([name]) => name === only);
+  if (!section) throw new Error(`no section ${only}: ${sections.map(([n]) => n).join(', ')}`);
+  await section[1]();
+  console.log(`${RESULT}${JSON.stringify(results)}`);
+} else {
+  // Each section in a fresh process: what one leaves behind (garbage, a warm or cold heap, open
+  // sockets) would otherwise land on the next one's figures, e.g. a major GC in its middle.
+  for (const [name] of sections) {
+    const out = await new Promise<string>((res, rej) => {
+      const child = spawn(
+        process.execPath,
+        ['--conditions=source', '--import', 'tsx', fileURLToPath(import.meta.url), name],
+        { stdio: ['ignore', 'pipe', 'inherit'], env: process.env },
+      );
+      let buf = '';
+      child.stdout!.on('data', (d) => {
+        buf += d;
+      });
+      child.on('error', rej);
+      child.on('exit', (code) =>
+        code === 0 ? res(buf) : rej(new Error(`section ${name} exited with ${code}`)),
+      );
+    });
+    const line = out.split('\n').find((l) => l.startsWith(RESULT));
+    if (!line) throw new Error(`section ${name} printed no result`);
+    const got = JSON.parse(line.slice(RESULT.length)) as Record<string, unknown>;
+    Object.assign(results, got);
+    console.log(name, JSON.stringify(got));
+  }
   results.machine = {
     node: process.version,
     cpus: (await import('node:os')).cpus().length,
     at: new Date().toISOString(),
   };
   writeFileSync(join(HERE, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  console.log(JSON.stringify(results, null, 2));
 }
-console.log(JSON.stringify(results, null, 2));

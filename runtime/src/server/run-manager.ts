@@ -339,6 +339,7 @@ export class RunManager {
         // A disk that cannot keep up: the run waits for the syncs under way rather than pile
         // events up (what it hands over meanwhile is written at the end of this turn).
         commit.flush();
+        commit.hurry();
         return commit.synced();
       }
       if (!d.yield) return undefined;

@@ -52,6 +52,13 @@ const fileState = (): FileState => ({ writtenGen: 0, syncedGen: 0, running: 0 })
  */
 const CHECKPOINT_SYNC_DELAY_MS = 50;
 
+/**
+ * How long the log's next sync may wait for more writes when nobody waits for it: a run that
+ * never waits writes every slice (2 ms), so consecutive writes share one sync instead of one
+ * each. A waiter (`durable()`, a run far ahead of the disk) and the run's close sync at once.
+ */
+const LOG_SYNC_DELAY_MS = 2;
+
 export class GroupCommit {
   /** Receives the events that just became durable, with the lines they were written in. */
   onDurable?: (events: RunEvent[], lines: LogLine[]) => void;
@@ -82,6 +89,8 @@ export class GroupCommit {
   private closed = false;
   /** A checkpoint sync due later (nobody waits for it yet). */
   private cpTimer: ReturnType<typeof setTimeout> | undefined;
+  /** A log sync due shortly (more writes may join it). */
+  private logTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     readonly log: EventLog,
@@ -162,7 +171,7 @@ export class GroupCommit {
       this.logFile.syncedGen = gen;
       this.eventsReached(this.log.written);
     } else {
-      this.syncLog();
+      this.syncLogWhenDue();
       this.syncCheckpointsWhenDue();
       if (wroteLog && this.onWritten) {
         const { events, lines } = this.log.lastWritten();
@@ -180,6 +189,10 @@ export class GroupCommit {
   private syncLog(): void {
     const f = this.logFile;
     if (!this.log.needsSync || (f.running > 0 && !this.closing)) return;
+    if (this.logTimer) {
+      clearTimeout(this.logTimer);
+      this.logTimer = undefined;
+    }
     const gen = this.flushedGen;
     const count = this.log.written;
     this.track(
@@ -187,8 +200,26 @@ export class GroupCommit {
       gen,
       this.log.sync(),
       () => this.eventsReached(count),
-      () => this.syncLog(),
+      () => this.syncLogWhenDue(),
     );
+  }
+
+  /** The log's sync: now when someone waits or the run closes, else after a short delay. */
+  private syncLogWhenDue(): void {
+    if (this.closing || this.waiters.length > 0) {
+      this.syncLog();
+      return;
+    }
+    if (this.logTimer || !this.log.needsSync || this.logFile.running > 0) return;
+    this.logTimer = setTimeout(() => {
+      this.logTimer = undefined;
+      this.syncLog();
+    }, LOG_SYNC_DELAY_MS);
+  }
+
+  /** Starts the syncs that are due later now (a run that got far ahead of the disk waits for them). */
+  hurry(): void {
+    if (this.fsync) this.syncLog();
   }
 
   /**
@@ -298,8 +329,11 @@ export class GroupCommit {
     const gen = pending ? this.flushedGen + 1 : this.flushedGen;
     if (this.covered(this.logFile, gen) && this.covered(this.cpFile, gen)) return Promise.resolve();
     const p = new Promise<void>((resolve, reject) => this.waiters.push({ gen, resolve, reject }));
-    // Someone waits: a checkpoint already written is synced now, not after the delay.
-    if (this.fsync) this.syncCheckpoints();
+    // Someone waits: what is already written is synced now, not after the delays.
+    if (this.fsync) {
+      this.syncLog();
+      this.syncCheckpoints();
+    }
     return p;
   }
 
@@ -308,13 +342,17 @@ export class GroupCommit {
     if (this.closed) return;
     this.closing = true;
     this.flush();
+    // Written earlier, its sync not started yet (delayed): now.
+    this.syncLog();
     this.closed = true;
     if (this.fsync) {
       // The clients wait for the log's last sync: the checkpoint file's (whatever is unsynced
       // of it) comes after it rather than beside it, where the two would slow each other.
-      await this.log.sync().catch(() => {});
+      await this.synced();
       this.syncCheckpoints();
     }
+    for (const t of [this.logTimer, this.cpTimer]) if (t) clearTimeout(t);
+    this.logTimer = this.cpTimer = undefined;
     try {
       await this.durable();
     } catch {

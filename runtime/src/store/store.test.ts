@@ -272,9 +272,10 @@ describe('event logs', () => {
     commit.flush();
     expect(scanEventLog(file, 'r').events).toHaveLength(3);
     expect(written).toEqual([[1, 2, 3]]);
-    // The log's sync starts at once; the checkpoint file's waits until someone waits for it.
-    expect(calls).toHaveLength(1);
-    // What was handed over so far: the first turn's events and checkpoint.
+    // Nobody waits: the syncs wait a little for more writes to join them.
+    expect(calls).toHaveLength(0);
+    // What was handed over so far: the first turn's events and checkpoint. Someone waits for
+    // it now: both syncs start at once (the log's, then the checkpoint file's).
     let firstDurable = false;
     void commit.durable().then(() => {
       firstDurable = true;
@@ -320,28 +321,30 @@ describe('event logs', () => {
     await store.close();
   });
 
-  it('a checkpoint nobody waits for is synced within a short delay, and at close at the latest', async () => {
+  it('syncs nobody waits for start within a short delay (log) or a longer one (checkpoint), at close at the latest', async () => {
     const synced: number[] = [];
     const syncData = (fd: number) => {
       synced.push(Date.now());
       return fdatasyncAsync(fd);
     };
     const store = await Store.open(join(dir, 'lazy'), { durability: 'fsync', syncData });
-    const { commit } = store.openLog('r');
+    const { log, commit } = store.openLog('r');
     commit.append(ev('r', 1));
     commit.checkpoint({ version: 1, runId: 'r', flowId: 'f', seq: 1, data: {} });
     const t0 = Date.now();
     commit.flush();
-    expect(synced).toHaveLength(1); // the log
+    expect(synced).toHaveLength(0);
     for (let i = 0; i < 100 && synced.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
     expect(synced).toHaveLength(2);
     expect(synced[1]! - t0).toBeLessThan(500);
-    // Written and not synced when the run closes: close syncs it.
+    expect(log.after(0).map((e) => e.seq)).toEqual([1]);
+    // Written and not synced when the run closes: close syncs both, and its events count.
     commit.append(ev('r', 2));
     commit.checkpoint({ version: 1, runId: 'r', flowId: 'f', seq: 2, data: {} });
     commit.flush();
     await store.closeLog('r');
     expect(synced).toHaveLength(4);
+    expect(log.after(0).map((e) => e.seq)).toEqual([1, 2]);
     await store.close();
   });
 
