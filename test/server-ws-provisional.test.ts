@@ -10,17 +10,7 @@ import WebSocket from 'ws';
 import { createServer, type SwitchboardServer } from '../runtime/src/server/index.js';
 import { fdatasyncAsync } from '../runtime/src/store/fd-io.js';
 import { Store } from '../runtime/src/store/store.js';
-import { simpleFlow, tempDir, until } from './server/helpers.js';
-
-interface Msg {
-  type: string;
-  runId?: string;
-  events?: RunEvent[];
-  durable?: number;
-  seq?: number;
-  code?: string;
-  message?: string;
-}
+import { type WsMessage as Msg, simpleFlow, tempDir, until } from './server/helpers.js';
 
 /** A raw client that keeps every message as sent. */
 class RawClient {

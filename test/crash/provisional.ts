@@ -10,6 +10,7 @@
  */
 import type { RunEvent } from '@switchboard/schemas';
 import WebSocket from 'ws';
+import type { WsMessage as Msg } from '../server/helpers.js';
 
 export interface ProvisionalRun {
   /** Held events, index seq − 1: what was received, re-sent ones replacing what was held. */
@@ -20,16 +21,6 @@ export interface ProvisionalRun {
   confirmed: string[];
   /** The seq expected next on the current connection: its subscribe's `after` + 1, then on. */
   next: number;
-}
-
-interface Msg {
-  type: string;
-  runId?: string;
-  events?: RunEvent[];
-  durable?: number;
-  seq?: number;
-  code?: string;
-  message?: string;
 }
 
 const FINAL = /^run\.(completed|failed|cancelled|interrupted)$/;

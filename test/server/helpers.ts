@@ -103,6 +103,17 @@ export async function until<T>(
   }
 }
 
+/** A message of the run-events socket, as a test reads it (events, durable notices, errors). */
+export interface WsMessage {
+  type: string;
+  runId?: string;
+  events?: RunEvent[];
+  durable?: number;
+  seq?: number;
+  code?: string;
+  message?: string;
+}
+
 /** A run-events client that keeps every event per run and checks order as they arrive. */
 export class EventsClient {
   ws!: WebSocket;
