@@ -11,6 +11,14 @@ export type RunErrorCode =
   | 'internal'
   | (string & {});
 
+/** The sentence for a flow the validator refused: its first five problems, with their paths. */
+export function invalidFlowMessage(problems: ReadonlyArray<{ path: string; message: string }>): string {
+  return `the flow is invalid: ${problems
+    .slice(0, 5)
+    .map((p) => `${p.path || '/'}: ${p.message}`)
+    .join('; ')}`;
+}
+
 /** A failure that ends the run (after a node's own retries, or a budget). */
 export class RunFailure extends Error {
   override readonly name = 'RunFailure';

@@ -7,7 +7,7 @@
 import type { validate } from '@switchboard/nodes';
 import type { Flow, RunEvent } from '@switchboard/schemas';
 import { errorInfo } from './error-info.js';
-import { RunFailure } from './errors.js';
+import { invalidFlowMessage, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
 import { Run } from './run.js';
 import type { RunOptions, RunResult } from './types.js';
@@ -34,14 +34,7 @@ export function startRun(
       // Never skip validation silently: index.ts always hands the validator in when it is asked for.
       if (!check) throw new RunFailure('internal', 'validation was asked for but no validator was loaded');
       const v = check(flow, options.registry ? { kinds: options.registry } : {});
-      if (!v.ok)
-        throw new RunFailure(
-          'flow_invalid',
-          `the flow is invalid: ${v.errors
-            .slice(0, 5)
-            .map((p) => `${p.path || '/'}: ${p.message}`)
-            .join('; ')}`,
-        );
+      if (!v.ok) throw new RunFailure('flow_invalid', invalidFlowMessage(v.errors));
     }
     run = new Run(flow, input, options, queue, runId, done);
   } catch (e) {

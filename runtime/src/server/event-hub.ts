@@ -7,18 +7,18 @@
  * it — it survives the server dying, not yet a power loss — so a live view is not held back
  * by the disk's sync; its frames carry `durable`, the seq through which the run is on disk,
  * and a `{ type: 'durable', runId, seq }` message says when all it holds is on disk (seq is
- * its last event then). Events up to `durable` never change; after a power loss those above it may be
- * replaced by what the resumed run emits, which is why such a client resubscribes with its
- * durable seq, not its last one. With fsync off (`os` durability) written is durable and both
+ * its last event then). Events up to `durable` never change; after a power loss those above
+ * it may be replaced by what the resumed run emits, which is why such a client resubscribes
+ * with its durable seq, not its last one. With fsync off (`os` durability) written is durable and both
  * kinds of client get the same events at the same time.
  *
  * Events published during one event-loop turn go out as one frame per run (a few, split at
  * the run's writes, when they pass a quarter of `maxBuffered`), built once and shared by
  * every subscriber (200 subscribers cost one frame); frames are assembled from the lines the
- * log wrote (a JSON array of events each), so a live event is serialised and encoded once in all. A client whose
- * unsent data passes `maxBuffered` is closed with {@link CLOSE_SLOW} — it resubscribes with
- * its last seq and misses nothing — so a stalled reader never grows the server's memory by
- * more than that and one batch.
+ * log wrote (a JSON array of events each), so a live event is serialised and encoded once in
+ * all. A client whose unsent data passes `maxBuffered` is closed with {@link CLOSE_SLOW} — it
+ * resubscribes with its last seq and misses nothing — so a stalled reader never grows the
+ * server's memory by more than that and one batch.
  */
 import type { RunEvent } from '@switchboard/schemas';
 import type { WebSocket } from 'ws';
@@ -166,7 +166,8 @@ export class EventHub {
   }
 
   /**
-   * Durable events (with the log lines they were written in, when the caller has them); sent once the current callback is done. A run's group commit publishes at most once per
+   * Durable events (with the log lines they were written in, when the caller has them); sent
+   * once the current callback is done. A run's group commit publishes at most once per
    * event-loop turn, so that is one frame per run per turn — and it goes out in the same turn
    * as the write that made it durable, not after whatever the loop runs next (say, the run's
    * next slice). Returns how many clients watch the run (each costs a send per frame).
@@ -187,7 +188,8 @@ export class EventHub {
     let p = this.pending.get(runId);
     const flowId = p ? p.flowId : this.source.flowOf(runId);
     const watchers = this.watchersOf(runId, flowId);
-    if (events.length === 0) return watchers;
+    // Nobody to send to (a run nobody watches): a client that subscribes later reads the log.
+    if (events.length === 0 || (watchers === 0 && !p)) return watchers;
     if (!p) {
       p = { flowId };
       this.pending.set(runId, p);

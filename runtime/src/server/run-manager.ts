@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
+import { invalidFlowMessage } from '../engine/errors.js';
 import type {
   RunCheckpoint,
   RunCommand,
@@ -86,12 +87,7 @@ export class RunNotLiveError extends Error {
 /** A flow refused at a run's start by the one validator; nothing was recorded. */
 export class FlowInvalidError extends Error {
   constructor(readonly problems: Problem[]) {
-    super(
-      `the flow is invalid: ${problems
-        .slice(0, 5)
-        .map((p) => `${p.path || '/'}: ${p.message}`)
-        .join('; ')}`,
-    );
+    super(invalidFlowMessage(problems));
   }
 }
 
