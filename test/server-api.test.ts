@@ -58,8 +58,10 @@ describe('flows API', () => {
     expect(JSON.parse(readFileSync(join(s.dir, 'catalog.json'), 'utf8')).flows.doc.flow.name).toBe('Renamed');
 
     expect((await s.req({ method: 'DELETE', url: '/api/flows/doc' })).statusCode).toBe(204);
-    expect((await s.req({ method: 'GET', url: '/api/flows/doc' })).statusCode).toBe(404);
-    expect((await s.req({ method: 'DELETE', url: '/api/flows/doc' })).statusCode).toBe(404);
+    // Deleted, not unknown: 410 says who deleted it (test/server/lifecycle.test.ts).
+    expect((await s.req({ method: 'GET', url: '/api/flows/doc' })).statusCode).toBe(410);
+    expect((await s.req({ method: 'DELETE', url: '/api/flows/doc' })).statusCode).toBe(410);
+    expect((await s.req({ method: 'DELETE', url: '/api/flows/never' })).statusCode).toBe(404);
   });
 
   it('refuses an invalid write with 400 and the validator’s errors, leaving the stored flow untouched', async () => {

@@ -14,7 +14,9 @@ import type { LogLine } from '../store/event-log.js';
 import { Store } from '../store/store.js';
 import { installErrorHandling } from './errors.js';
 import { EventHub, type HubOptions } from './event-hub.js';
+import { deletedCloseReason, ROOM_DELETED_CLOSE } from './flow-lifecycle.js';
 import { FlowRecords } from './flow-records.js';
+import { defaultTemplatesDir, FlowTemplates } from './flow-templates.js';
 import { installGuard } from './guard.js';
 import { installJsonParser } from './json-body.js';
 import { collectRoutes } from './openapi.js';
@@ -54,6 +56,8 @@ export interface ServerOptions {
   allowedOrigins?: string[];
   /** The editor's build; default editor/dist of this checkout; false: no static files. */
   editorDir?: string | false;
+  /** The shipped example flows offered as templates; default flows/ of this checkout; false: none. */
+  templatesDir?: string | false;
   /** fastify/pino logger option (false: silent). */
   logger?: FastifyServerOptions['logger'];
   hub?: HubOptions;
@@ -240,7 +244,12 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
 
   app.get('/api/health', { schema: { summary: 'Liveness (public)' } }, async () => ({ ok: true }));
   app.get('/api/openapi.json', { schema: { summary: 'This API as OpenAPI 3.1' } }, async () => openapi());
-  registerFlowRoutes(app, records, roomStore);
+  registerFlowRoutes(
+    app,
+    records,
+    roomStore,
+    new FlowTemplates(options.templatesDir === undefined ? defaultTemplatesDir() : options.templatesDir),
+  );
   registerRunRoutes(app, store, runs, (id) => roomStore.settle(id));
   app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
     hub.attach(socket);
@@ -258,6 +267,9 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
       },
     },
     (socket, req) => {
+      // A deleted flow's room is never opened again: an editor still holding it would recreate it.
+      const tomb = records.deleted(req.params.room);
+      if (tomb) return void socket.close(ROOM_DELETED_CLOSE, deletedCloseReason(tomb));
       void rooms.attach(socket, req.params.room);
     },
   );

@@ -29,6 +29,8 @@ import {
 } from '@switchboard/schemas/ydoc';
 import type { FastifyBaseLogger } from 'fastify';
 import * as Y from 'yjs';
+import type { FlowTombstone } from '../store/catalog.js';
+import { deletedCloseReason, ROOM_DELETED_CLOSE } from './flow-lifecycle.js';
 import type { FlowRecords } from './flow-records.js';
 import type { RoomStates } from './room-states.js';
 import type { RoomHooks, YjsRooms } from './yjs-room.js';
@@ -48,8 +50,10 @@ export interface FlowRoomLink {
   settle(id: string): Promise<void>;
   /** A flow was written through the API: show it in its open room. */
   stored(flow: Flow): Promise<void>;
-  /** A flow was deleted through the API. */
-  deleted(id: string): Promise<void>;
+  /** A flow was deleted through the API: its room closes for everyone, its history goes. */
+  deleted(id: string, tomb: FlowTombstone): Promise<void>;
+  /** Whether a room of that name is open (a flow being edited that may not be saved yet). */
+  isOpen(id: string): boolean;
 }
 
 const docText = (doc: Y.Doc) => serializeFlow(docToFlow(doc));
@@ -165,6 +169,8 @@ export class RoomPersistence implements FlowRoomLink {
       // A peer wrote something that is not a flow at all: nothing to save.
       return this.report(name, doc, { state: 'invalid', errors: 1 });
     }
+    // A deleted flow never comes back from a room (its room is closed; a straggler's save is dropped).
+    if (this.records.deleted(name)) return;
     const cur = this.records.get(name);
     if (st.baseline === undefined || text === st.baseline) {
       st.baseline ??= text;
@@ -182,7 +188,7 @@ export class RoomPersistence implements FlowRoomLink {
       st.baseline = text;
       return this.report(name, doc, { state: 'unchanged', rev: cur.rev }, text);
     }
-    const { rec } = await this.records.put(v.flow, 'upsert');
+    const { rec } = await this.records.put(v.flow, 'upsert', { by: this.rooms?.lastEditorName(name) });
     st.baseline = text;
     this.report(name, doc, { state: 'saved', rev: rec.rev }, text);
     await this.writeHistory(name, history);
@@ -211,16 +217,15 @@ export class RoomPersistence implements FlowRoomLink {
     await this.writeHistory(flow.id, Y.encodeStateAsUpdate(doc));
   }
 
-  async deleted(id: string): Promise<void> {
+  async deleted(id: string, tomb: FlowTombstone): Promise<void> {
+    // Closed first: nobody keeps editing (and seeding) a room whose flow is gone.
+    await this.rooms?.discard(id, ROOM_DELETED_CLOSE, deletedCloseReason(tomb));
     await this.states
       .remove(id)
       .catch((err) => this.log.warn({ err, room: id }, 'co-editing history not removed'));
-    const doc = await this.rooms?.loaded(id).catch(() => undefined);
-    // Whoever is still in the room keeps what they see; it is saved again only if they change it.
-    if (doc) {
-      const st = this.stateOf(doc);
-      st.baseline = docText(doc);
-      this.report(id, doc, { state: 'unchanged' }, st.baseline);
-    }
+  }
+
+  isOpen(id: string): boolean {
+    return this.rooms?.docOf(id) !== undefined;
   }
 }

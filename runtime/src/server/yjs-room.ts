@@ -46,6 +46,8 @@ class Room {
   /** The save running now (saves of one room are chained, never concurrent). */
   private saving: Promise<void> = Promise.resolve();
   readonly ready: Promise<void>;
+  /** The connection whose update changed the document last (names the author of a save). */
+  lastWriter: WebSocket | undefined;
 
   constructor(
     readonly name: string,
@@ -60,6 +62,7 @@ class Room {
       syncProtocol.writeUpdate(enc, update);
       const msg = encoding.toUint8Array(enc);
       for (const c of this.conns.keys()) if (c !== origin) send(c, msg);
+      if (this.conns.has(origin as WebSocket)) this.lastWriter = origin as WebSocket;
       this.scheduleSave();
     });
     this.awareness.on(
@@ -130,6 +133,15 @@ class Room {
     }
     return this.saving;
   }
+
+  /** Forgets pending changes (the room is being discarded); resolves once no save is running. */
+  dropPending(): Promise<void> {
+    if (this.saveTimer) {
+      clearTimeout(this.saveTimer);
+      this.saveTimer = undefined;
+    }
+    return this.saving;
+  }
 }
 
 function send(ws: WebSocket, msg: Uint8Array): void {
@@ -191,6 +203,34 @@ export class YjsRooms {
   /** Saves the room's pending changes now; resolves when its saves have ended. */
   async flush(name: string): Promise<void> {
     await this.rooms.get(name)?.flush();
+  }
+
+  /**
+   * The display name (awareness `user.name`) of whoever changed the room's document last, while
+   * they are connected; undefined otherwise.
+   */
+  lastEditorName(name: string): string | undefined {
+    const room = this.rooms.get(name);
+    const ids = room?.lastWriter ? room.conns.get(room.lastWriter) : undefined;
+    for (const id of ids ?? []) {
+      const user = (room!.awareness.getStates().get(id) as { user?: { name?: unknown } } | undefined)?.user;
+      if (typeof user?.name === 'string') return user.name;
+    }
+    return undefined;
+  }
+
+  /**
+   * Closes the room for everyone in it with `code` and `reason` and drops it unsaved (its flow
+   * was deleted). A save already running finishes first; pending changes are forgotten.
+   */
+  async discard(name: string, code: number, reason: string): Promise<void> {
+    const room = this.rooms.get(name);
+    if (!room) return;
+    this.rooms.delete(name);
+    if (room.idleTimer) clearTimeout(room.idleTimer);
+    for (const ws of room.conns.keys()) ws.close(code, reason);
+    await room.dropPending();
+    room.doc.destroy();
   }
 
   async attach(ws: WebSocket, name: string): Promise<void> {

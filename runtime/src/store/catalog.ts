@@ -17,6 +17,15 @@ export interface FlowRecord {
   rev: number;
   createdAt: string;
   updatedAt: string;
+  /** Who wrote this revision, as the writer named themselves (an editor's display name). */
+  updatedBy?: string;
+}
+
+/** A deleted flow: its id is never brought back by a co-editing room (flow-records.ts). */
+export interface FlowTombstone {
+  id: string;
+  deletedAt: string;
+  deletedBy: string;
 }
 
 export interface RunCounters {
@@ -52,6 +61,8 @@ export interface CatalogData {
   flows: Record<string, FlowRecord>;
   runs: Record<string, RunRecord>;
   settings: Record<string, unknown>;
+  /** Deleted flows, oldest first (absent in catalogs written before deletes were remembered). */
+  deletedFlows?: FlowTombstone[];
 }
 
 export function emptyCatalog(): CatalogData {
@@ -89,6 +100,8 @@ export const checkCatalog: ShapeCheck<CatalogData> = (v) => {
     };
   for (const k of ['flows', 'runs', 'settings'] as const)
     if (!isObj(v[k])) return { ok: false, path: `/${k}`, message: 'expected an object' };
+  if (v.deletedFlows !== undefined && !Array.isArray(v.deletedFlows))
+    return { ok: false, path: '/deletedFlows', message: 'expected an array' };
   for (const [id, rec] of Object.entries(v.flows as Record<string, unknown>)) {
     if (!isObj(rec) || !isObj(rec.flow) || rec.flow.id !== id || typeof rec.rev !== 'number')
       return {
