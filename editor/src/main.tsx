@@ -76,7 +76,13 @@ async function boot() {
   // Taken from `?token=` (the address `switchboard serve` printed), kept, and removed from the
   // address bar before anything else can read or share the address.
   const token = adoptToken(tokens);
-  const candidate = new FlowApi(location.origin, token);
+  // Writes name their author: this browser's display name (presence), read as it is now.
+  const candidate = new FlowApi(
+    location.origin,
+    token,
+    undefined,
+    () => loadIdentity(window.localStorage).name,
+  );
   const access = location.protocol.startsWith('http') ? await candidate.access() : 'absent';
   if (access === 'unauthorized' || access === 'rate-limited') {
     askForToken(root, access === 'rate-limited' ? 'rate-limited' : token ? 'refused' : 'missing', tokens);

@@ -27,7 +27,8 @@ import {
   readRoomStatus,
 } from '../model/flowDoc.js';
 import type { EditorStore } from '../store/editorStore.js';
-import { type Identity, isIdentity } from './identity.js';
+import { assignColors, type Identity, isIdentity } from './identity.js';
+import { CURSOR_FIELD, type FlowPoint, type FlowView, readCursor, readView, VIEW_FIELD } from './pointers.js';
 
 /** Room names the server accepts (the flow-id pattern of its route). */
 export const ROOM_RE = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/;
@@ -38,6 +39,17 @@ export interface Peer {
   color: string;
   selection: string[];
   self: boolean;
+  /** Their pointer on the canvas, in flow coordinates (pointers.ts). */
+  cursor?: FlowPoint;
+  /** What their canvas shows: its centre in flow coordinates and their zoom. */
+  view?: FlowView;
+}
+
+/** The server closed the room for good (y-websocket stops reconnecting), e.g. its flow was deleted. */
+export interface RoomClosed {
+  room: string;
+  code: number;
+  reason: string;
 }
 
 export interface CollabSnapshot {
@@ -50,6 +62,8 @@ export interface CollabSnapshot {
   joined?: JoinInfo;
   /** What the server last found when saving the room (its own awareness state). */
   saving?: RoomSaveStatus;
+  /** Set when the server closed the room for good; the canvas keeps what it showed, unshared. */
+  closed?: RoomClosed;
 }
 
 export interface JoinInfo {
@@ -161,7 +175,17 @@ export class Collab {
     awareness.on('change', () => {
       if (this.provider === provider) this.readPeers();
     });
-    this.update({ room: id, status: 'connecting', peers: [], joined: undefined, saving: undefined });
+    provider.on('closed', ({ code, reason }: { code: number; reason: string }) => {
+      if (this.provider === provider) this.update({ status: 'offline', closed: { room: id, code, reason } });
+    });
+    this.update({
+      room: id,
+      status: 'connecting',
+      peers: [],
+      joined: undefined,
+      saving: undefined,
+      closed: undefined,
+    });
     this.readPeers();
     this.o.onRoom?.(id);
   }
@@ -174,7 +198,14 @@ export class Collab {
     p.awareness.setLocalState(null);
     p.destroy();
     this.o.store.presence.replaceAll(new Map());
-    this.update({ room: undefined, status: 'none', peers: [], joined: undefined, saving: undefined });
+    this.update({
+      room: undefined,
+      status: 'none',
+      peers: [],
+      joined: undefined,
+      saving: undefined,
+      closed: undefined,
+    });
     this.o.onRoom?.(undefined);
   }
 
@@ -187,6 +218,11 @@ export class Collab {
   setIdentity(identity: Identity): void {
     this.o.identity = identity;
     this.provider?.awareness.setLocalStateField('user', identity);
+  }
+
+  /** Publishes one field of this editor's awareness state (pointer, view) to the room. */
+  setLocalField(field: string, value: unknown): void {
+    this.provider?.awareness.setLocalStateField(field, value);
   }
 
   private readPeers(): void {
@@ -209,8 +245,20 @@ export class Collab {
             .filter((x): x is string => typeof x === 'string' && x.length <= 128)
             .slice(0, MAX_SELECTION)
         : [];
-      peers.push({ clientId, name: st.user.name, color: st.user.color, selection, self: clientId === self });
+      const s2 = state as { [CURSOR_FIELD]?: unknown; [VIEW_FIELD]?: unknown };
+      peers.push({
+        clientId,
+        name: st.user.name,
+        color: st.user.color,
+        selection,
+        self: clientId === self,
+        cursor: readCursor(s2[CURSOR_FIELD]),
+        view: readView(s2[VIEW_FIELD]),
+      });
     }
+    // Colours people tell apart, the same in every browser (identity.ts).
+    const colors = assignColors(peers);
+    for (const peer of peers) peer.color = colors.get(peer.clientId) ?? peer.color;
     peers.sort((a, b) => (a.self === b.self ? a.clientId - b.clientId : a.self ? -1 : 1));
     const byNode = new Map<string, string[]>();
     for (const peer of peers) {

@@ -10,7 +10,21 @@ export interface Identity {
 }
 
 const KEY = 'switchboard:identity';
-const COLORS = ['#e11d48', '#2563eb', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4d7c0f'];
+/**
+ * Eight colours people tell apart (and that keep white initials readable): up to eight people in a
+ * room each get one of their own (`assignColors`).
+ */
+export const PALETTE = [
+  '#e11d48',
+  '#2563eb',
+  '#16a34a',
+  '#d97706',
+  '#7c3aed',
+  '#0891b2',
+  '#db2777',
+  '#4d7c0f',
+];
+const COLORS = PALETTE;
 const ANIMALS = ['Otter', 'Heron', 'Lynx', 'Finch', 'Badger', 'Marten', 'Ibis', 'Gecko', 'Puffin', 'Koala'];
 
 function random(n: number): number {
@@ -60,4 +74,36 @@ export function saveIdentity(storage: KeyValueStorage | undefined, id: Identity)
   } catch {
     // Storage disabled.
   }
+}
+
+/** A display name as people type it: trimmed, at most 40 characters; undefined when empty. */
+export function cleanName(raw: string): string | undefined {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+  const name = [...raw.replace(/[\u0000-\u001f\u007f]/g, ' ').trim()].slice(0, 40).join('').trim();
+  return name || undefined;
+}
+
+/**
+ * The colour each person in a room is shown with, the same in every browser: in awareness
+ * client order (lowest id first), each person keeps the colour they prefer (their stored one)
+ * unless someone before them took it, and then gets the first palette colour nobody has. Up to
+ * eight people all differ; beyond that colours repeat, in palette order.
+ */
+export function assignColors(
+  people: ReadonlyArray<{ clientId: number; color: string }>,
+): Map<number, string> {
+  const out = new Map<number, string>();
+  const taken = new Set<string>();
+  const ordered = [...people].sort((a, b) => a.clientId - b.clientId);
+  let overflow = 0;
+  for (const p of ordered) {
+    const wanted = p.color.toLowerCase();
+    let color: string | undefined;
+    if (PALETTE.includes(wanted) && !taken.has(wanted)) color = wanted;
+    else color = PALETTE.find((c) => !taken.has(c));
+    if (!color) color = PALETTE[overflow++ % PALETTE.length]!;
+    taken.add(color);
+    out.set(p.clientId, color);
+  }
+  return out;
 }

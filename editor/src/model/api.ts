@@ -9,7 +9,16 @@ export interface FlowSummary {
   id: string;
   name?: string;
   description?: string;
+  rev?: number;
+  nodes?: number;
+  /** ISO time of the last change. */
+  updatedAt?: string;
+  /** Who made the last change (their display name, or `local user`). */
+  updatedBy?: string;
 }
+
+/** The header that names this editor's person on writes (the server records it as the author). */
+export const AUTHOR_HEADER = 'x-switchboard-user';
 
 export type SaveResult = { ok: true } | { ok: false; errors: Problem[]; message: string };
 
@@ -73,12 +82,16 @@ export class FlowApi {
     private readonly base: string,
     private readonly token?: string,
     private readonly fetchFn: typeof fetch = (...a) => fetch(...a),
+    /** This editor's display name, sent with every request (URI-encoded: headers are Latin-1). */
+    readonly author: () => string | undefined = () => undefined,
   ) {}
 
   private async request(method: string, path: string, body?: string): Promise<Response> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (this.token) headers.authorization = `Bearer ${this.token}`;
+    const author = this.author();
+    if (author) headers[AUTHOR_HEADER] = encodeURIComponent(author);
     return this.fetchFn(new URL(path, this.base).toString(), { method, headers, body });
   }
 
@@ -111,13 +124,40 @@ export class FlowApi {
     const list = Array.isArray(body) ? body : ((body as { flows?: unknown[] }).flows ?? []);
     return list
       .filter((f): f is FlowSummary => !!f && typeof (f as FlowSummary).id === 'string')
-      .map((f) => ({ id: f.id, name: f.name, description: f.description }));
+      .map((f) => ({
+        id: f.id,
+        name: f.name,
+        description: f.description,
+        rev: f.rev,
+        nodes: f.nodes,
+        updatedAt: f.updatedAt,
+        updatedBy: f.updatedBy,
+      }));
+  }
+
+  /** A new flow copied from a shipped example, with an id of its own; returns that id. */
+  async fromTemplate(templateId: string, name?: string): Promise<string> {
+    const r = await this.call<{ id: string }>(
+      'POST',
+      `/api/flows/from-template/${encodeURIComponent(templateId)}`,
+      `Creating a flow from ${templateId}`,
+      name ? { name } : undefined,
+    );
+    return r.id;
+  }
+
+  /** Stores `flow` as a new flow (refused when the id is taken: a copy never overwrites). */
+  async create(flow: Flow): Promise<void> {
+    await this.call('POST', '/api/flows', `Saving a copy as ${flow.id}`, flow);
   }
 
   /** The flow's text exactly as the server sent it. */
   async get(id: string): Promise<string> {
     const r = await this.request('GET', `/api/flows/${encodeURIComponent(id)}`);
-    if (!r.ok) throw new ApiError(`Opening flow "${id}" failed: HTTP ${r.status}`, r.status);
+    if (!r.ok) {
+      const why = r.status === 401 ? TOKEN_REFUSED : errorMessage(await r.json().catch(() => undefined));
+      throw new ApiError(`Opening flow "${id}" failed: ${why ?? `HTTP ${r.status}`}`, r.status);
+    }
     return r.text();
   }
 
@@ -200,7 +240,10 @@ export class FlowApi {
 
   async remove(id: string): Promise<void> {
     const r = await this.request('DELETE', `/api/flows/${encodeURIComponent(id)}`);
-    if (!r.ok && r.status !== 404)
-      throw new ApiError(`Deleting flow "${id}" failed: HTTP ${r.status}`, r.status);
+    // Already gone (404, or 410: deleted by someone else) is what was asked.
+    if (!r.ok && r.status !== 404 && r.status !== 410) {
+      const why = r.status === 401 ? TOKEN_REFUSED : errorMessage(await r.json().catch(() => undefined));
+      throw new ApiError(`Deleting flow "${id}" failed: ${why ?? `HTTP ${r.status}`}`, r.status);
+    }
   }
 }

@@ -8,14 +8,16 @@ import { copyJson, exportFile, layout, newFlow, openText, saveToServer } from '.
 import { Canvas } from './Canvas.js';
 import { EditorContext, type EditorServices, type Toast, useDocVersion, useEditor } from './context.js';
 import { Gallery, HelpDialog, PasteDialog } from './Dialogs.js';
+import { FollowContext, type FollowState } from './follow.js';
 import { Inspector } from './Inspector.js';
+import { DeleteDialog, RoomClosedBanner, SaveAsDialog } from './Lifecycle.js';
 import { Palette } from './Palette.js';
 import { Presence } from './Presence.js';
 import { Problems } from './Problems.js';
 import { RunPanel } from './RunPanel.js';
 
 type Theme = 'light' | 'dark';
-type DialogName = 'gallery' | 'paste' | 'help' | undefined;
+type DialogName = 'gallery' | 'paste' | 'help' | 'save-as' | 'delete' | undefined;
 
 function initialTheme(): Theme {
   const saved = localStorage.getItem('switchboard:theme');
@@ -113,6 +115,15 @@ function Toolbar(props: { theme: Theme; setTheme(t: Theme): void; open(d: Dialog
         () => void saveToServer(services),
         'Save to the server (Ctrl+S)',
       )}
+      {api &&
+        b(
+          'btn-save-as',
+          'Save as…',
+          () => props.open('save-as'),
+          'Save a copy under a new id and move to it',
+        )}
+      {api &&
+        b('btn-delete', 'Delete', () => props.open('delete'), 'Delete this flow on the server, for everyone')}
       <span className="sb-sep" />
       {b('btn-undo', 'Undo', () => store.undo(), 'Undo (Ctrl+Z)')}
       {b('btn-redo', 'Redo', () => store.redo(), 'Redo (Ctrl+Shift+Z)')}
@@ -227,32 +238,39 @@ export function App(props: Omit<EditorServices, 'toast'>) {
     };
   }, [store, drafts]);
   const sel = useSyncExternalStore(store.subscribe, store.getSelection);
+  const [following, setFollowing] = useState<number | undefined>();
+  const follow = useMemo<FollowState>(() => ({ following, setFollowing }), [following]);
   return (
     <EditorContext.Provider value={services}>
-      <ReactFlowProvider>
-        <div className="sb-app" data-testid="editor">
-          <Toolbar theme={theme} setTheme={setTheme} open={setDialog} />
-          <div className="sb-main">
-            <Palette />
-            <div className="sb-center">
-              <Canvas colorMode={theme} />
-              <RunPanel />
+      <FollowContext.Provider value={follow}>
+        <ReactFlowProvider>
+          <div className="sb-app" data-testid="editor">
+            <Toolbar theme={theme} setTheme={setTheme} open={setDialog} />
+            <RoomClosedBanner saveAs={() => setDialog('save-as')} />
+            <div className="sb-main">
+              <Palette />
+              <div className="sb-center">
+                <Canvas colorMode={theme} />
+                <RunPanel />
+              </div>
+              <aside
+                className="sb-side"
+                aria-label={sel.nodes.length || sel.edges.length ? 'Inspector' : 'Flow settings'}
+              >
+                <Inspector />
+              </aside>
             </div>
-            <aside
-              className="sb-side"
-              aria-label={sel.nodes.length || sel.edges.length ? 'Inspector' : 'Flow settings'}
-            >
-              <Inspector />
-            </aside>
+            <Problems />
+            <Shortcuts open={setDialog} dialog={dialog} />
+            {dialog === 'gallery' && <Gallery onClose={() => setDialog(undefined)} />}
+            {dialog === 'paste' && <PasteDialog onClose={() => setDialog(undefined)} />}
+            {dialog === 'help' && <HelpDialog onClose={() => setDialog(undefined)} />}
+            {dialog === 'save-as' && <SaveAsDialog onClose={() => setDialog(undefined)} />}
+            {dialog === 'delete' && <DeleteDialog onClose={() => setDialog(undefined)} />}
+            <Toasts toasts={toasts} />
           </div>
-          <Problems />
-          <Shortcuts open={setDialog} dialog={dialog} />
-          {dialog === 'gallery' && <Gallery onClose={() => setDialog(undefined)} />}
-          {dialog === 'paste' && <PasteDialog onClose={() => setDialog(undefined)} />}
-          {dialog === 'help' && <HelpDialog onClose={() => setDialog(undefined)} />}
-          <Toasts toasts={toasts} />
-        </div>
-      </ReactFlowProvider>
+        </ReactFlowProvider>
+      </FollowContext.Provider>
     </EditorContext.Provider>
   );
 }

@@ -17,6 +17,7 @@ import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { useEditor } from './context.js';
 import { edgeTypes } from './edges.js';
 import { nodeTypes } from './nodes.js';
+import { PresenceLayer } from './PresenceLayer.js';
 
 export const KIND_MIME = 'application/x-switchboard-kind';
 const SNAP: [number, number] = [16, 16];
@@ -138,6 +139,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
         <MiniMap<SbNode> pannable zoomable nodeColor={minimapColor} ariaLabel="Mini map" />
         <Controls aria-label="Zoom controls" />
         <ConnectionHint />
+        <PresenceLayer />
       </ReactFlow>
     </div>
   );

@@ -1,9 +1,11 @@
-/** Modal dialogs: template gallery, paste JSON, keyboard shortcuts. */
-import { type ReactNode, useEffect, useRef, useState } from 'react';
+/** Modal dialogs: Open… (new from template, the server's flows), paste JSON, keyboard shortcuts. */
+import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react';
 import type { FlowSummary } from '../model/api.js';
 import { templates } from '../model/templates.js';
 import { openText } from './actions.js';
 import { useEditor } from './context.js';
+import { FlowList } from './FlowList.js';
+import { deleteFlow, newFromTemplate } from './flowLifecycle.js';
 
 export function Dialog(props: { title: string; onClose(): void; children: ReactNode; testid: string }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -37,15 +39,23 @@ export function Gallery({ onClose }: { onClose(): void }) {
   const services = useEditor();
   const list = templates();
   const [server, setServer] = useState<FlowSummary[] | undefined>(undefined);
-  useEffect(() => {
+  const [busy, setBusy] = useState(false);
+  const refresh = useCallback(() => {
     services.api
       ?.list()
       .then(setServer)
       .catch(() => setServer([]));
   }, [services.api]);
+  useEffect(refresh, [refresh]);
+  const served = !!services.api && !!services.collab;
   return (
     <Dialog title="Open a flow" onClose={onClose} testid="gallery">
-      <h3>Templates</h3>
+      <h3>{served ? 'New from template' : 'Templates'}</h3>
+      {served && (
+        <p className="sb-help">
+          Each opens as a new flow of your own; the examples themselves stay as shipped.
+        </p>
+      )}
       {list.length === 0 && <p className="sb-help">No flows in flows/ were bundled with this build.</p>}
       <ul className="sb-gallery">
         {list.map((t) => (
@@ -53,8 +63,13 @@ export function Gallery({ onClose }: { onClose(): void }) {
             <button
               type="button"
               data-testid={`template-${t.file}`}
-              disabled={!!t.problem}
-              onClick={() => openText(services, t.text, `${t.file}.json`) && onClose()}
+              disabled={!!t.problem || busy}
+              onClick={async () => {
+                setBusy(true);
+                const ok = await newFromTemplate(services, t.file, t.text);
+                setBusy(false);
+                if (ok) onClose();
+              }}
             >
               <strong>{t.name}</strong>
               <span className="sb-help">{t.problem ?? t.description ?? ''}</span>
@@ -73,27 +88,21 @@ export function Gallery({ onClose }: { onClose(): void }) {
           ) : server.length === 0 ? (
             <p className="sb-help">No flows saved yet.</p>
           ) : (
-            <ul className="sb-gallery">
-              {server.map((f) => (
-                <li key={f.id}>
-                  <button
-                    type="button"
-                    data-testid={`server-flow-${f.id}`}
-                    onClick={async () => {
-                      try {
-                        const text = await services.api!.get(f.id);
-                        if (openText(services, text, f.id)) onClose();
-                      } catch (e) {
-                        services.toast((e as Error).message, 'error');
-                      }
-                    }}
-                  >
-                    <strong>{f.name ?? f.id}</strong>
-                    <span className="sb-help">{f.description ?? ''}</span>
-                  </button>
-                </li>
-              ))}
-            </ul>
+            <FlowList
+              flows={server}
+              open={async (f) => {
+                try {
+                  const text = await services.api!.get(f.id);
+                  if (openText(services, text, f.id)) onClose();
+                } catch (e) {
+                  services.toast((e as Error).message, 'error');
+                }
+              }}
+              remove={async (f) => {
+                await deleteFlow(services, f.id);
+                refresh();
+              }}
+            />
           )}
         </>
       )}

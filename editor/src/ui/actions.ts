@@ -3,6 +3,7 @@ import { type Flow, parseFlowText } from '@switchboard/schemas';
 import { isPlainObject, UnrepresentableFlowError } from '../model/flowDoc.js';
 import { autoLayout } from '../model/layout.js';
 import type { EditorServices } from './context.js';
+import { saveUnderNewId } from './flowLifecycle.js';
 
 /**
  * A new flow: a start, an end and one scripted model, so it runs without an API key. Served by
@@ -111,7 +112,13 @@ export async function saveToServer(s: EditorServices): Promise<void> {
   }
   const flow = s.store.toFlow();
   const text = s.store.serialize();
+  const room = s.collab?.room;
   try {
+    // The id was changed in this room: that is a "save as" (flowLifecycle.ts), and the editor moves.
+    if (room && flow.id !== room) {
+      await saveUnderNewId(s, room);
+      return;
+    }
     const r = await s.api.save(flow, text);
     if (r.ok) {
       s.drafts.markSaved(text);
