@@ -38,6 +38,15 @@ async function phase(page: Page, want: string): Promise<void> {
   await page.locator(`[data-testid="run-panel"][data-phase="${want}"]`).waitFor(WAIT);
 }
 
+/** A new flow from a template gets a room of its own: `<template>-xxxx`; returns its id. */
+async function inNewRoom(page: Page, template: string): Promise<string> {
+  const p = page.locator(`[data-testid="presence"][data-room^="${template}-"][data-status="live"]`);
+  await p.waitFor(WAIT);
+  const room = (await p.getAttribute('data-room'))!;
+  expect(room).toMatch(new RegExp(`^${template}-[a-z2-9]{4}$`));
+  return room;
+}
+
 async function inRoom(page: Page, room: string, peers = 1): Promise<void> {
   await page
     .locator(`[data-testid="presence"][data-room="${room}"][data-status="live"][data-peers="${peers}"]`)
@@ -94,8 +103,9 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
     await page.getByTestId('btn-templates').click();
     await page.getByTestId('template-support-triage').click();
     await page.getByTestId('node-triage').waitFor(WAIT);
-    await inRoom(page, 'support-triage');
-    expect(new URL(page.url()).searchParams.get('flow')).toBe('support-triage');
+    // A flow of its own, copied from the example (the example's room is nobody's to edit).
+    const room = await inNewRoom(page, 'support-triage');
+    expect(new URL(page.url()).searchParams.get('flow')).toBe(room);
     expect(await page.getByTestId('run-input').inputValue()).toBe(EXAMPLE);
     await recordActivations(page);
 
@@ -246,11 +256,11 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
     const ada = await person('/');
     await ada.page.getByTestId('btn-templates').click();
     await ada.page.getByTestId('template-support-triage').click();
-    await inRoom(ada.page, 'support-triage');
+    const room = await inNewRoom(ada.page, 'support-triage');
     // Bob opens the link Ada's address bar shows.
     const bob = await person(`/${new URL(ada.page.url()).search}`);
-    await inRoom(bob.page, 'support-triage', 2);
-    await inRoom(ada.page, 'support-triage', 2);
+    await inRoom(bob.page, room, 2);
+    await inRoom(ada.page, room, 2);
 
     // Ada renames the flow; Bob sees it.
     await ada.page.getByTestId('flow-name').fill('Support triage, reviewed by Ada');

@@ -126,11 +126,13 @@ describe('the editor in token mode', { timeout: 240_000 }, () => {
     // The Yjs room (a WebSocket with the token as subprotocol) goes live.
     await page.getByTestId('btn-templates').click();
     await page.getByTestId('template-support-triage').click();
-    await page
-      .locator('[data-testid="presence"][data-room="support-triage"][data-status="live"]')
-      .waitFor(WAIT);
+    // (A new flow from the template: created over REST with the token, then its room.)
+    const presence = page.locator(
+      '[data-testid="presence"][data-room^="support-triage-"][data-status="live"]',
+    );
+    await presence.waitFor(WAIT);
     // The shared link names the flow, never the token.
-    expect(new URL(page.url()).search).toBe('?flow=support-triage');
+    expect(new URL(page.url()).search).toBe(`?flow=${await presence.getAttribute('data-room')}`);
 
     // REST starts the run; its events arrive over /api/ws (the same token) and light the canvas.
     await page.getByTestId('run-pace').selectOption('0');
