@@ -224,9 +224,11 @@ describe('the editor in token mode', { timeout: 240_000 }, () => {
     await page.getByTestId('node-start').waitFor(WAIT);
     await page.getByTestId('btn-templates').click();
     await page.getByTestId('template-support-triage').click();
-    await page
-      .locator('[data-testid="presence"][data-room="support-triage"][data-status="live"]')
-      .waitFor(WAIT);
+    const presence = page.locator(
+      '[data-testid="presence"][data-room^="support-triage-"][data-status="live"]',
+    );
+    await presence.waitFor(WAIT);
+    const room = (await presence.getAttribute('data-room'))!;
     await page.getByTestId('flow-name').fill('Kept across restarts');
     await page.locator('[data-testid="save-state"][data-room-save="saved"]').waitFor(WAIT);
 
@@ -241,9 +243,7 @@ describe('the editor in token mode', { timeout: 240_000 }, () => {
     expect(await prompt.getAttribute('data-reason')).toBe('refused');
     await page.getByTestId('token-input').fill(next);
     await page.getByTestId('token-submit').click();
-    await page
-      .locator('[data-testid="presence"][data-room="support-triage"][data-status="live"]')
-      .waitFor(WAIT);
+    await page.locator(`[data-testid="presence"][data-room="${room}"][data-status="live"]`).waitFor(WAIT);
     await expect.poll(() => page.getByTestId('flow-title').textContent(), WAIT).toBe('Kept across restarts');
     // Never locked out on the way: the new server answered no request with 429.
     expect(output).toContain('"statusCode":401');
