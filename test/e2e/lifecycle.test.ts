@@ -71,6 +71,11 @@ describe('flow lifecycle in the editor', { timeout: 180_000 }, () => {
     await bob.page.getByTestId('flow-name').fill('Typed after the delete');
     await expect.poll(() => srv.server.rooms.docOf(id), { timeout: 1000 }).toBeUndefined();
     expect(stored(id)).toBeUndefined();
+    // Save (Ctrl+S by habit) would bring the deleted id back: it points to the copy instead.
+    await bob.page.getByTestId('btn-save').click();
+    await bob.page.getByTestId('save-error').waitFor(WAIT);
+    expect(await bob.page.getByTestId('save-error').textContent()).toContain('Save as a copy');
+    expect(stored(id)).toBeUndefined();
 
     // Bob saves what he sees as a copy and moves there, address bar included.
     await bob.page.getByTestId('save-copy').click();

@@ -113,6 +113,12 @@ export async function saveToServer(s: EditorServices): Promise<void> {
   const flow = s.store.toFlow();
   const text = s.store.serialize();
   const room = s.collab?.room;
+  const closed = s.collab?.getSnapshot().closed;
+  if (closed) {
+    // Saving under the deleted id would bring back what someone deleted: a copy is the way.
+    s.toast(`${closed.room} is closed (${closed.reason}): use "Save as a copy"`, 'error', 'save-error');
+    return;
+  }
   try {
     // The id was changed in this room: that is a "save as" (flowLifecycle.ts), and the editor moves.
     if (room && flow.id !== room) {
