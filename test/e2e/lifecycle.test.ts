@@ -65,6 +65,8 @@ describe('flow lifecycle in the editor', { timeout: 180_000 }, () => {
       await p.locator('[data-testid="room-closed"][data-deleted-by="Ada"]').waitFor(WAIT);
     expect(await bob.page.getByTestId('room-closed').textContent()).toContain(`${id} was deleted by Ada.`);
     expect(await ada.page.getByTestId('room-closed').textContent()).toContain('deleted by Ada (you)');
+    // The toolbar no longer says "saved" for what is on screen.
+    await bob.page.locator('[data-testid="save-state"][data-room-save="closed"]').waitFor(WAIT);
     expect(stored(id)).toBeUndefined();
 
     // Bob keeps typing: nothing reaches the server, nothing is recreated.

@@ -36,7 +36,8 @@ describe('identity', () => {
   });
 
   it('initials for the presence chips', () => {
-    expect(initials('Guest Otter')).toBe('GO');
+    expect(initials('Guest Otter')).toBe('O');
+    expect(initials('Guest')).toBe('G');
     expect(initials('  ada  ')).toBe('A');
     expect(initials('Émile Zola Extra')).toBe('ÉZ');
   });

@@ -25,7 +25,33 @@ export const PALETTE = [
   '#4d7c0f',
 ];
 const COLORS = PALETTE;
-const ANIMALS = ['Otter', 'Heron', 'Lynx', 'Finch', 'Badger', 'Marten', 'Ibis', 'Gecko', 'Puffin', 'Koala'];
+// Distinct first letters, so that two guests rarely share a chip's initial.
+const ANIMALS = [
+  'Otter',
+  'Heron',
+  'Lynx',
+  'Finch',
+  'Badger',
+  'Marten',
+  'Ibis',
+  'Gecko',
+  'Puffin',
+  'Koala',
+  'Alpaca',
+  'Crane',
+  'Dingo',
+  'Eland',
+  'Jackal',
+  'Newt',
+  'Quokka',
+  'Raven',
+  'Stoat',
+  'Tapir',
+  'Vole',
+  'Walrus',
+  'Yak',
+  'Zebu',
+];
 
 function random(n: number): number {
   const a = new Uint32Array(1);

@@ -38,6 +38,18 @@ function SaveState() {
   useDocVersion(store);
   const room = useSyncExternalStore(collab?.subscribe ?? NO_SUBSCRIPTION, collab?.getSnapshot ?? NO_ROOM);
   const text = store.serialize();
+  if (room?.closed)
+    return (
+      <span
+        className="sb-save-state sb-unsaved"
+        data-testid="save-state"
+        data-saved={false}
+        data-room-save="closed"
+        title={`The server closed ${room.closed.room}: ${room.closed.reason}`}
+      >
+        not saved: the flow is closed
+      </span>
+    );
   // In a live room the server saves; its status says more than this browser's drafts can.
   const server = room?.status === 'live' ? roomSaveView(room.saving, text) : undefined;
   if (server)

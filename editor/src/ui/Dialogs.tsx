@@ -50,6 +50,32 @@ export function Gallery({ onClose }: { onClose(): void }) {
   const served = !!services.api && !!services.collab;
   return (
     <Dialog title="Open a flow" onClose={onClose} testid="gallery">
+      {services.api && (
+        <>
+          <h3>On the server</h3>
+          {server === undefined ? (
+            <p className="sb-help">Loading…</p>
+          ) : server.length === 0 ? (
+            <p className="sb-help">No flows saved yet.</p>
+          ) : (
+            <FlowList
+              flows={server}
+              open={async (f) => {
+                try {
+                  const text = await services.api!.get(f.id);
+                  if (openText(services, text, f.id)) onClose();
+                } catch (e) {
+                  services.toast((e as Error).message, 'error');
+                }
+              }}
+              remove={async (f) => {
+                await deleteFlow(services, f.id);
+                refresh();
+              }}
+            />
+          )}
+        </>
+      )}
       <h3>{served ? 'New from template' : 'Templates'}</h3>
       {served && (
         <p className="sb-help">
@@ -80,32 +106,6 @@ export function Gallery({ onClose }: { onClose(): void }) {
           </li>
         ))}
       </ul>
-      {services.api && (
-        <>
-          <h3>On the server</h3>
-          {server === undefined ? (
-            <p className="sb-help">Loading…</p>
-          ) : server.length === 0 ? (
-            <p className="sb-help">No flows saved yet.</p>
-          ) : (
-            <FlowList
-              flows={server}
-              open={async (f) => {
-                try {
-                  const text = await services.api!.get(f.id);
-                  if (openText(services, text, f.id)) onClose();
-                } catch (e) {
-                  services.toast((e as Error).message, 'error');
-                }
-              }}
-              remove={async (f) => {
-                await deleteFlow(services, f.id);
-                refresh();
-              }}
-            />
-          )}
-        </>
-      )}
     </Dialog>
   );
 }

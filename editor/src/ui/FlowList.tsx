@@ -90,7 +90,7 @@ export function FlowList(props: {
                   Delete {f.id} for everyone?{' '}
                   <button
                     type="button"
-                    className="sb-danger"
+                    className="sb-danger sb-row-action"
                     data-testid={`confirm-delete-${f.id}`}
                     onClick={() => {
                       setConfirming(undefined);
@@ -99,7 +99,7 @@ export function FlowList(props: {
                   >
                     Delete
                   </button>
-                  <button type="button" onClick={() => setConfirming(undefined)}>
+                  <button type="button" className="sb-row-action" onClick={() => setConfirming(undefined)}>
                     Keep
                   </button>
                 </span>

@@ -7,7 +7,14 @@ import { useEffect, useState, useSyncExternalStore } from 'react';
 import type { CollabSnapshot } from '../collab/collab.js';
 import { useEditor } from './context.js';
 import { Dialog } from './Dialogs.js';
-import { copyId, deletedBy, deleteFlow, ROOM_DELETED_CLOSE, saveAsCopy } from './flowLifecycle.js';
+import {
+  copyId,
+  deletedBy,
+  deletedHere,
+  deleteFlow,
+  ROOM_DELETED_CLOSE,
+  saveAsCopy,
+} from './flowLifecycle.js';
 
 const NO_ROOM = (): CollabSnapshot | undefined => undefined;
 const NO_SUBSCRIPTION = () => () => {};
@@ -118,7 +125,6 @@ export function RoomClosedBanner({ saveAs }: { saveAs(): void }) {
   const closed = snap?.closed;
   if (!closed) return null;
   const by = closed.code === ROOM_DELETED_CLOSE ? deletedBy(closed.reason) : undefined;
-  const me = snap.peers.find((p) => p.self)?.name;
   return (
     <div
       className="sb-banner"
@@ -129,7 +135,7 @@ export function RoomClosedBanner({ saveAs }: { saveAs(): void }) {
     >
       <span>
         {closed.code === ROOM_DELETED_CLOSE
-          ? `${closed.room} was deleted by ${by === me ? `${by} (you)` : (by ?? 'someone')}.`
+          ? `${closed.room} was deleted by ${by ?? 'someone'}${deletedHere.has(closed.room) ? ' (you)' : ''}.`
           : `The server closed ${closed.room}: ${closed.reason || `code ${closed.code}`}.`}{' '}
         What you see stays in this browser only.
       </span>

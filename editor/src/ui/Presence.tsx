@@ -15,9 +15,13 @@ const STATUS: Record<string, string> = {
   offline: 'offline: edits are kept and sent when the server is back',
 };
 
-/** `Guest Otter` → `GO`: chips stay small; the full name is in the tooltip, on nodes and cursors. */
+/**
+ * `Ada Lovelace` → `AL`, `Guest Otter` → `O` (every guest would be a `G`): chips stay small; the
+ * full name is in the tooltip, on nodes and on cursors.
+ */
 export function initials(name: string): string {
-  const words = name.trim().split(/\s+/).filter(Boolean);
+  let words = name.trim().split(/\s+/).filter(Boolean);
+  if (words.length > 1 && words[0] === 'Guest') words = words.slice(1);
   return words
     .slice(0, 2)
     .map((w) => [...w][0]!.toUpperCase())

@@ -95,10 +95,14 @@ export async function saveUnderNewId(s: EditorServices, room: string): Promise<b
   return true;
 }
 
+/** Flows this editor deleted (names may repeat across people; this says "you" for sure). */
+export const deletedHere = new Set<string>();
+
 /** Deletes flow `id` on the server; its room closes for everyone in it (this editor too). */
 export async function deleteFlow(s: EditorServices, id: string): Promise<boolean> {
   if (!s.api) return false;
   try {
+    deletedHere.add(id);
     await s.api.remove(id);
     s.toast(`Deleted ${id}`, 'info', 'deleted');
     return true;
