@@ -35,9 +35,19 @@ const NO_SUBSCRIPTION = () => () => {};
 
 function SaveState() {
   const { store, drafts, collab } = useEditor();
-  useDocVersion(store);
+  const version = useDocVersion(store);
   const room = useSyncExternalStore(collab?.subscribe ?? NO_SUBSCRIPTION, collab?.getSnapshot ?? NO_ROOM);
-  const text = store.serialize();
+  // Awareness changes (cursors move many times a second) re-render this; the text only changes
+  // with the document, and serializing and hashing a large flow is not free.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the document version is what changes the text
+  const text = useMemo(() => store.serialize(), [store, version]);
+
+  // In a live room the server saves; its status says more than this browser's drafts can.
+  const live = room?.status === 'live';
+  const saving = room?.saving;
+  const savingKey = JSON.stringify(saving ?? null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the status is compared by content (savingKey)
+  const server = useMemo(() => (live ? roomSaveView(saving, text) : undefined), [live, savingKey, text]);
   if (room?.closed)
     return (
       <span
@@ -50,8 +60,6 @@ function SaveState() {
         not saved: the flow is closed
       </span>
     );
-  // In a live room the server saves; its status says more than this browser's drafts can.
-  const server = room?.status === 'live' ? roomSaveView(room.saving, text) : undefined;
   if (server)
     return (
       <span
