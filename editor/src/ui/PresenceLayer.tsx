@@ -43,8 +43,20 @@ function Layer({ collab }: { collab: Collab }) {
     };
   }, [domNode, collab, rf]);
 
-  // This editor's view: the flow point at the centre of the canvas, and the zoom.
-  const sendView = useMemo(() => throttled((v: FlowView) => collab.setLocalField(VIEW_FIELD, v)), [collab]);
+  // This editor's view: the flow point at the centre of the canvas, and the zoom. A (re)joined
+  // room starts from an empty awareness state, so what was sent before counts for nothing there.
+  const liveRoom = snap.status === 'live' ? snap.room : undefined;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new room needs the view sent again
+  const sendView = useMemo(() => {
+    let last = '';
+    return throttled((v: FlowView) => {
+      // Awareness sends every update to everyone, even an unchanged one.
+      const key = `${v.x},${v.y},${v.zoom}`;
+      if (key === last) return;
+      last = key;
+      collab.setLocalField(VIEW_FIELD, v);
+    });
+  }, [collab, liveRoom]);
   useEffect(() => () => sendView.cancel(), [sendView]);
   const publishView = useCallback(
     (vp: Viewport) => {
@@ -55,17 +67,16 @@ function Layer({ collab }: { collab: Collab }) {
     [width, height, sendView],
   );
   useOnViewportChange({ onChange: publishView });
-  // A (re)joined room starts from an empty awareness state: say where this editor looks.
-  const liveRoom = snap.status === 'live' ? snap.room : undefined;
   useEffect(() => {
     if (liveRoom) publishView(rf.getViewport());
   }, [liveRoom, rf, publishView]);
 
   // Following: move with them; your own pan or zoom ends it.
   const view = snap.peers.find((p) => p.clientId === following && !p.self)?.view;
+  const [vx, vy, vz] = view ? [view.x, view.y, view.zoom] : [];
   useEffect(() => {
-    if (view) void rf.setCenter(view.x, view.y, { zoom: view.zoom });
-  }, [view, rf]);
+    if (vx !== undefined && vy !== undefined && vz !== undefined) void rf.setCenter(vx, vy, { zoom: vz });
+  }, [vx, vy, vz, rf]);
   useEffect(() => {
     if (!domNode || following === undefined) return;
     const stop = () => setFollowing(undefined);
