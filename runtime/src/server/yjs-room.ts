@@ -48,6 +48,8 @@ class Room {
   readonly ready: Promise<void>;
   /** The connection whose update changed the document last (names the author of a save). */
   lastWriter: WebSocket | undefined;
+  /** Its display name when it wrote (it may have left by the time the room is saved). */
+  lastWriterName: string | undefined;
 
   constructor(
     readonly name: string,
@@ -62,7 +64,10 @@ class Room {
       syncProtocol.writeUpdate(enc, update);
       const msg = encoding.toUint8Array(enc);
       for (const c of this.conns.keys()) if (c !== origin) send(c, msg);
-      if (this.conns.has(origin as WebSocket)) this.lastWriter = origin as WebSocket;
+      if (this.conns.has(origin as WebSocket)) {
+        this.lastWriter = origin as WebSocket;
+        this.lastWriterName = this.nameOf(origin as WebSocket) ?? this.lastWriterName;
+      }
       this.scheduleSave();
     });
     this.awareness.on(
@@ -84,6 +89,15 @@ class Room {
         for (const c of this.conns.keys()) send(c, msg);
       },
     );
+  }
+
+  /** The display name (awareness `user.name`) a connection gave itself, if it is connected. */
+  nameOf(ws: WebSocket): string | undefined {
+    for (const id of this.conns.get(ws) ?? []) {
+      const user = (this.awareness.getStates().get(id) as { user?: { name?: unknown } } | undefined)?.user;
+      if (typeof user?.name === 'string') return user.name;
+    }
+    return undefined;
   }
 
   /** Whether changes wait for a save. */
@@ -206,17 +220,13 @@ export class YjsRooms {
   }
 
   /**
-   * The display name (awareness `user.name`) of whoever changed the room's document last, while
-   * they are connected; undefined otherwise.
+   * The display name (awareness `user.name`) of whoever changed the room's document last: as it
+   * is now while they are connected, else as it was when they wrote; undefined when unnamed.
    */
   lastEditorName(name: string): string | undefined {
     const room = this.rooms.get(name);
-    const ids = room?.lastWriter ? room.conns.get(room.lastWriter) : undefined;
-    for (const id of ids ?? []) {
-      const user = (room!.awareness.getStates().get(id) as { user?: { name?: unknown } } | undefined)?.user;
-      if (typeof user?.name === 'string') return user.name;
-    }
-    return undefined;
+    if (!room) return undefined;
+    return (room.lastWriter && room.nameOf(room.lastWriter)) ?? room.lastWriterName;
   }
 
   /**
