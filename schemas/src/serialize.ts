@@ -39,3 +39,31 @@ export function canonicalFlow(flow: Flow): Flow {
 export function serializeFlow(flow: Flow): string {
   return `${JSON.stringify(canonicalFlow(flow), null, 2)}\n`;
 }
+
+/** UTF-8 byte length of a string, without encoding it (a lone surrogate counts as U+FFFD would: 3). */
+export function utf8Length(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 2; // a pair: two code units, four bytes
+        i++;
+        continue;
+      }
+      n += 2;
+    } else n += 2;
+  }
+  return n;
+}
+
+/**
+ * Bytes of a document's saved text (`serializeFlow`): key order does not change the length, so
+ * this needs no canonical copy. The size limit applies to this, whatever form the document came in.
+ */
+export function savedFlowBytes(doc: unknown): number {
+  return utf8Length(JSON.stringify(doc, null, 2) ?? '') + 1;
+}

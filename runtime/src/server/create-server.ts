@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyWebsocket from '@fastify/websocket';
-import type { RunEvent } from '@switchboard/schemas';
+import { MAX_FLOW_BYTES, MAX_ID_LENGTH, type RunEvent } from '@switchboard/schemas';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { LogLine } from '../store/event-log.js';
 import { Store } from '../store/store.js';
@@ -20,23 +20,42 @@ import { installJsonParser } from './json-body.js';
 import { collectRoutes } from './openapi.js';
 import { RoomPersistence } from './room-persistence.js';
 import { RoomStates } from './room-states.js';
-import { registerFlowRoutes } from './routes-flows.js';
+import { ID_PARAM, registerFlowRoutes } from './routes-flows.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { FINAL, RunManager, type RunManagerOptions } from './run-manager.js';
 import {
+  type AuthLimits,
   allowedHostsFor,
   allowedOriginsFor,
   FailureLimiter,
   isLoopbackHost,
   tokenProblem,
+  trustedProxies,
 } from './security.js';
 import { registerEditor } from './static-editor.js';
 import { type RoomHooks, YjsRooms } from './yjs-room.js';
 
 export const DEFAULT_PORT = 5170;
 export const DEFAULT_HOST = '127.0.0.1';
-/** Request bodies: a flow may be 8 MiB (the validator's limit), plus an envelope. */
-export const BODY_LIMIT = 9 * 1024 * 1024;
+/** Request bodies: a flow of `MAX_FLOW_BYTES` (the validator's limit), plus an envelope. */
+export const BODY_LIMIT = MAX_FLOW_BYTES + 1024 * 1024;
+/**
+ * Longest path parameter the router matches: past the id limit, so a long id is refused by the
+ * route's schema naming the limit rather than answered "no route"; bounded all the same.
+ */
+export const MAX_PARAM_LENGTH = 2 * MAX_ID_LENGTH;
+/** Runs live at once unless configured: each holds open files (its log) and memory. */
+export const DEFAULT_MAX_RUNS = 64;
+
+/** A positive integer from a flag or variable, or a configuration error naming it. */
+export function positiveInt(value: string | number, what: string): number {
+  const n = typeof value === 'number' ? value : /^\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new ServerConfigError(
+      `${what} must be a positive integer, not ${JSON.stringify(String(value)).slice(0, 40)}`,
+    );
+  return n;
+}
 /** WebSocket messages: a few MiB, not ws's 100 MiB default. */
 export const WS_MAX_PAYLOAD = 4 * 1024 * 1024;
 
@@ -52,6 +71,15 @@ export interface ServerOptions {
   allowedHosts?: string[];
   /** Extra browser origins allowed to open WebSockets and send writes. */
   allowedOrigins?: string[];
+  /**
+   * Proxies whose `X-Forwarded-For` names the client (addresses, CIDRs, or `loopback`); default
+   * none, so the header is ignored. Default SWITCHBOARD_TRUST_PROXY (comma-separated).
+   */
+  trustProxy?: string[];
+  /** Failed-token limits (per address prefix and global, per window). */
+  authLimits?: AuthLimits;
+  /** Runs live at once; a start beyond is refused with 429. Default SWITCHBOARD_MAX_RUNS or 64. */
+  maxRuns?: number;
   /** The editor's build; default editor/dist of this checkout; false: no static files. */
   editorDir?: string | false;
   /** fastify/pino logger option (false: silent). */
@@ -80,6 +108,8 @@ export interface SwitchboardServer {
   editorRoutes: ReadonlySet<string>;
   /** Whether every route but the public ones needs the token. */
   tokenRequired: boolean;
+  /** The concurrent run cap in force. */
+  maxRuns: number;
   /** What recovery found at start. */
   recovered: { resumed: string[]; interrupted: string[]; final: string[] };
   /**
@@ -152,6 +182,20 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     options.allowedOrigins ?? env.SWITCHBOARD_ALLOWED_ORIGINS?.split(',').filter(Boolean) ?? [];
   let hosts = allowedHostsFor(host, port, extraHosts);
   let origins = allowedOriginsFor(hosts, extraOrigins);
+  const proxies = trustedProxies(
+    options.trustProxy ??
+      env.SWITCHBOARD_TRUST_PROXY?.split(',')
+        .map((p) => p.trim())
+        .filter(Boolean) ??
+      [],
+  );
+  if (typeof proxies === 'string') throw new ServerConfigError(proxies);
+  const maxRuns =
+    options.maxRuns !== undefined
+      ? positiveInt(options.maxRuns, 'maxRuns')
+      : env.SWITCHBOARD_MAX_RUNS
+        ? positiveInt(env.SWITCHBOARD_MAX_RUNS, 'SWITCHBOARD_MAX_RUNS')
+        : DEFAULT_MAX_RUNS;
 
   const ownStore = !options.store;
   const store =
@@ -164,7 +208,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   const app = Fastify({
     logger: withRedaction(options.logger ?? false),
     bodyLimit: BODY_LIMIT,
-    trustProxy: false,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // X-Forwarded-For is read only from the proxies the operator named; req.ip is then the
+    // nearest address no trusted proxy vouches for.
+    trustProxy: proxies.length > 0 ? proxies : false,
     // Keep JSON bodies bounded; the parser below checks depth and prototype keys.
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -180,7 +227,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     token,
     hosts: () => hosts,
     origins: () => origins,
-    limiter: new FailureLimiter(),
+    limiter: new FailureLimiter(options.authLimits),
     staticRoutes: editorRoutes,
   });
 
@@ -241,7 +288,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   app.get('/api/health', { schema: { summary: 'Liveness (public)' } }, async () => ({ ok: true }));
   app.get('/api/openapi.json', { schema: { summary: 'This API as OpenAPI 3.1' } }, async () => openapi());
   registerFlowRoutes(app, records, roomStore);
-  registerRunRoutes(app, store, runs, (id) => roomStore.settle(id));
+  registerRunRoutes(app, store, runs, (id) => roomStore.settle(id), { maxRuns });
   app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
     hub.attach(socket);
   });
@@ -253,7 +300,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
         summary: 'Yjs collaboration room of a flow (WebSocket, y-protocols)',
         params: {
           type: 'object',
-          properties: { room: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$' } },
+          properties: { room: ID_PARAM },
         },
       },
     },
@@ -281,6 +328,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     roomStore,
     editorRoutes,
     tokenRequired: token !== undefined,
+    maxRuns,
     recovered,
     async listen() {
       await app.listen({ host, port });
