@@ -17,6 +17,7 @@ import { EventHub, type HubOptions } from './event-hub.js';
 import { FlowRecords } from './flow-records.js';
 import { installGuard } from './guard.js';
 import { installJsonParser } from './json-body.js';
+import { withRedaction } from './log-redaction.js';
 import { collectRoutes } from './openapi.js';
 import { RoomPersistence } from './room-persistence.js';
 import { RoomStates } from './room-states.js';
@@ -119,26 +120,6 @@ export interface SwitchboardServer {
    */
   listen(): Promise<{ url: string; port: number; editor: string }>;
   close(): Promise<void>;
-}
-
-/** Tokens given as `?token=` (WebSocket upgrades) never reach the logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/([?&]token=)[^&]*/gi, '$1[redacted]');
-}
-
-function withRedaction(logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
-  if (!logger) return logger;
-  const base = typeof logger === 'object' ? logger : {};
-  return {
-    ...base,
-    serializers: {
-      req: (req: { method: string; url: string; ip?: string }) => ({
-        method: req.method,
-        url: redactUrl(req.url),
-        ip: req.ip,
-      }),
-    },
-  } as FastifyServerOptions['logger'];
 }
 
 /**
