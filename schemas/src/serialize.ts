@@ -40,24 +40,32 @@ export function serializeFlow(flow: Flow): string {
   return `${JSON.stringify(canonicalFlow(flow), null, 2)}\n`;
 }
 
+const NON_ASCII = /[\u0080-\uffff]/;
+const ASCII_RUNS = /[^\u0080-\uffff]+/g;
+
 /** UTF-8 byte length of a string, without encoding it (a lone surrogate counts as U+FFFD would: 3). */
 export function utf8Length(s: string): number {
-  let n = s.length;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
+  // Flows are mostly ASCII: a native scan settles that, and only the rest is counted by hand.
+  if (!NON_ASCII.test(s)) return s.length;
+  // Each ASCII run becomes one marker, so a surrogate is never paired across a removed run.
+  const rest = s.replace(ASCII_RUNS, 'a');
+  let nonAscii = 0;
+  let n = 0;
+  for (let i = 0; i < rest.length; i++) {
+    const c = rest.charCodeAt(i);
     if (c < 0x80) continue;
-    if (c < 0x800) n += 1;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
+    nonAscii++;
+    if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < rest.length) {
+      const d = rest.charCodeAt(i + 1);
       if (d >= 0xdc00 && d <= 0xdfff) {
-        n += 2; // a pair: two code units, four bytes
+        n += 4; // a pair: two code units, four bytes
+        nonAscii++;
         i++;
-        continue;
-      }
-      n += 2;
-    } else n += 2;
+      } else n += 3;
+    } else n += 3;
   }
-  return n;
+  return n + s.length - nonAscii;
 }
 
 /**
