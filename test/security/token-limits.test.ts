@@ -6,8 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createServer } from '../../runtime/src/server/index.js';
 import { addressPrefix, FailureLimiter } from '../../runtime/src/server/security.js';
-import { testServer } from '../server/helpers.js';
+import { tempDir, testServer } from '../server/helpers.js';
+import { cli } from '../support/cli.js';
 
 const TOKEN = randomBytes(32).toString('hex');
 let s: Awaited<ReturnType<typeof testServer>> | undefined;
@@ -109,6 +111,31 @@ describe('failed tokens', () => {
         401,
       );
     expect((await get(port, '127.0.9.2', 'wrong', { 'x-forwarded-for': '198.18.200.1' })).status).toBe(429);
+  });
+});
+
+describe('trusted proxies', () => {
+  it('must be addresses, CIDRs or loopback/linklocal/uniquelocal; anything else stops the start, named', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      for (const bad of ['proxy.example', '10.0.0.0/33', '::1/129', '1.2.3.4/8/1', '*'])
+        await expect(
+          createServer({ dataDir: dir, editorDir: false, trustProxy: [bad], env: {} }),
+          bad,
+        ).rejects.toThrow(`trusted proxy ${JSON.stringify(bad)}`);
+      const ok = await createServer({
+        dataDir: dir,
+        editorDir: false,
+        trustProxy: ['10.0.0.0/8', '::1', 'loopback'],
+        env: {},
+      });
+      await ok.close();
+      const r = await cli('serve', '--port', '0', '--data', dir, '--trust-proxy', 'proxy.example');
+      expect(r.code).toBe(2);
+      expect(r.err).toContain('trusted proxy "proxy.example"');
+    } finally {
+      cleanup();
+    }
   });
 });
 
