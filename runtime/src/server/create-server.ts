@@ -3,7 +3,7 @@
  * sockets alike: the editor's static build, the REST API, WebSocket run events and Yjs rooms,
  * over one data directory.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,8 +45,30 @@ export const BODY_LIMIT = MAX_FLOW_BYTES + 1024 * 1024;
  * route's schema naming the limit rather than answered "no route"; bounded all the same.
  */
 export const MAX_PARAM_LENGTH = 2 * MAX_ID_LENGTH;
-/** Runs live at once unless configured: each holds open files (its log) and memory. */
+/** Runs live at once unless configured: each holds open files (its logs) and memory. */
 export const DEFAULT_MAX_RUNS = 64;
+/** Descriptors a live run holds (event log, checkpoints, tool journal: 3 measured), with a margin. */
+const FDS_PER_RUN = 4;
+/** Descriptors kept for everything else: sockets, the catalog's writes, rooms, the editor's files. */
+const FD_RESERVE = 128;
+
+/**
+ * The default cap: 64, or fewer when the process may open too few files for 64 runs (from
+ * /proc/self/limits where there is one), so the cap, not EMFILE, is what a client meets.
+ */
+export function defaultMaxRuns(procLimits?: string): number {
+  let text = procLimits;
+  if (text === undefined)
+    try {
+      text = readFileSync('/proc/self/limits', 'utf8');
+    } catch {
+      return DEFAULT_MAX_RUNS;
+    }
+  const m = /^Max open files\s+(\d+)/m.exec(text);
+  if (!m) return DEFAULT_MAX_RUNS;
+  const fit = Math.floor((Number(m[1]) - FD_RESERVE) / FDS_PER_RUN);
+  return Math.max(1, Math.min(DEFAULT_MAX_RUNS, fit));
+}
 
 /** A positive integer from a flag or variable, or a configuration error naming it. */
 export function positiveInt(value: string | number, what: string): number {
@@ -79,7 +101,10 @@ export interface ServerOptions {
   trustProxy?: string[];
   /** Failed-token limits (per address prefix and global, per window). */
   authLimits?: AuthLimits;
-  /** Runs live at once; a start beyond is refused with 429. Default SWITCHBOARD_MAX_RUNS or 64. */
+  /**
+   * Runs live at once; a start beyond is refused with 429. Default SWITCHBOARD_MAX_RUNS, else 64
+   * or what the open-files limit allows (`defaultMaxRuns`).
+   */
   maxRuns?: number;
   /** The editor's build; default editor/dist of this checkout; false: no static files. */
   editorDir?: string | false;
@@ -176,7 +201,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
       ? positiveInt(options.maxRuns, 'maxRuns')
       : env.SWITCHBOARD_MAX_RUNS
         ? positiveInt(env.SWITCHBOARD_MAX_RUNS, 'SWITCHBOARD_MAX_RUNS')
-        : DEFAULT_MAX_RUNS;
+        : defaultMaxRuns();
 
   const ownStore = !options.store;
   const store =
@@ -294,6 +319,11 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   if (editorDir && existsSync(join(editorDir, 'index.html')))
     for (const r of await registerEditor(app, editorDir)) editorRoutes.add(r);
 
+  if (options.maxRuns === undefined && !env.SWITCHBOARD_MAX_RUNS && maxRuns < DEFAULT_MAX_RUNS)
+    app.log.warn(
+      { maxRuns },
+      `the open-files limit allows ${maxRuns} live runs at once, not ${DEFAULT_MAX_RUNS} (raise ulimit -n or set --max-runs)`,
+    );
   const recovered =
     options.recover === false ? { resumed: [], interrupted: [], final: [] } : await runs.recover();
   if (recovered.resumed.length || recovered.interrupted.length)
