@@ -3,12 +3,12 @@
  * sockets alike: the editor's static build, the REST API, WebSocket run events and Yjs rooms,
  * over one data directory.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyWebsocket from '@fastify/websocket';
-import { MAX_FLOW_BYTES, MAX_ID_LENGTH, type RunEvent } from '@switchboard/schemas';
+import type { RunEvent } from '@switchboard/schemas';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { LogLine } from '../store/event-log.js';
 import { Store } from '../store/store.js';
@@ -17,6 +17,7 @@ import { EventHub, type HubOptions } from './event-hub.js';
 import { FlowRecords } from './flow-records.js';
 import { installGuard } from './guard.js';
 import { installJsonParser } from './json-body.js';
+import { BODY_LIMIT, DEFAULT_MAX_RUNS, defaultMaxRuns, MAX_PARAM_LENGTH, WS_MAX_PAYLOAD } from './limits.js';
 import { withRedaction } from './log-redaction.js';
 import { collectRoutes } from './openapi.js';
 import { RoomPersistence } from './room-persistence.js';
@@ -38,38 +39,6 @@ import { type RoomHooks, YjsRooms } from './yjs-room.js';
 
 export const DEFAULT_PORT = 5170;
 export const DEFAULT_HOST = '127.0.0.1';
-/** Request bodies: a flow of `MAX_FLOW_BYTES` (the validator's limit), plus an envelope. */
-export const BODY_LIMIT = MAX_FLOW_BYTES + 1024 * 1024;
-/**
- * Longest path parameter the router matches: past the id limit, so a long id is refused by the
- * route's schema naming the limit rather than answered "no route"; bounded all the same.
- */
-export const MAX_PARAM_LENGTH = 2 * MAX_ID_LENGTH;
-/** Runs live at once unless configured: each holds open files (its logs) and memory. */
-export const DEFAULT_MAX_RUNS = 64;
-/** Descriptors a live run holds (event log, checkpoints, tool journal: 3 measured), with a margin. */
-const FDS_PER_RUN = 4;
-/** Descriptors kept for everything else: sockets, the catalog's writes, rooms, the editor's files. */
-const FD_RESERVE = 128;
-
-/**
- * The default cap: 64, or fewer when the process may open too few files for 64 runs (from
- * /proc/self/limits where there is one), so the cap, not EMFILE, is what a client meets.
- */
-export function defaultMaxRuns(procLimits?: string): number {
-  let text = procLimits;
-  if (text === undefined)
-    try {
-      text = readFileSync('/proc/self/limits', 'utf8');
-    } catch {
-      return DEFAULT_MAX_RUNS;
-    }
-  const m = /^Max open files\s+(\d+)/m.exec(text);
-  if (!m) return DEFAULT_MAX_RUNS;
-  const fit = Math.floor((Number(m[1]) - FD_RESERVE) / FDS_PER_RUN);
-  return Math.max(1, Math.min(DEFAULT_MAX_RUNS, fit));
-}
-
 /** A positive integer from a flag or variable, or a configuration error naming it. */
 export function positiveInt(value: string | number, what: string): number {
   const n = typeof value === 'number' ? value : /^\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
@@ -79,8 +48,6 @@ export function positiveInt(value: string | number, what: string): number {
     );
   return n;
 }
-/** WebSocket messages: a few MiB, not ws's 100 MiB default. */
-export const WS_MAX_PAYLOAD = 4 * 1024 * 1024;
 
 export interface ServerOptions {
   /** The data directory, or an open store (the caller then closes it). */
