@@ -34,7 +34,7 @@ const INIT = JSON.stringify({
 function send(
   method: string,
   headers: Record<string, string>,
-  body?: string,
+  body?: string | Buffer,
 ): Promise<{ status: number; session: string | undefined }> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -110,6 +110,19 @@ describe('switchboard mcp FLOW --http', { timeout: 120_000 }, () => {
     }
     // The session is still there for its own client.
     expect((await send('POST', sid, list)).status).toBe(200);
+  });
+
+  it('refuses a body that is not UTF-8 (never replaced by U+FFFD)', async () => {
+    const { session } = await send('POST', {}, INIT);
+    const call = Buffer.concat([
+      Buffer.from(
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"served","arguments":{"input":"',
+      ),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}}}'),
+    ]);
+    const r = await send('POST', { 'mcp-session-id': session!, 'mcp-protocol-version': '2025-06-18' }, call);
+    expect(r.status).toBe(400);
   });
 
   it('refuses a hostile Host (DNS rebinding) before anything else', async () => {

@@ -157,6 +157,7 @@ export function createFlowMcpServer(flow: Flow, o: FlowServerOptions): Server {
 }
 
 const MAX_BODY = 4 * 1024 * 1024;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
@@ -167,8 +168,15 @@ async function readJsonBody(req: IncomingMessage): Promise<unknown> {
     chunks.push(c as Buffer);
   }
   if (size === 0) return undefined;
+  let text: string;
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    text = strictUtf8.decode(Buffer.concat(chunks));
+  } catch {
+    // Never replaced by U+FFFD and passed on as the flow's input.
+    throw Object.assign(new Error('request body is not valid UTF-8'), { status: 400 });
+  }
+  try {
+    return JSON.parse(text);
   } catch {
     throw Object.assign(new Error('request body is not JSON'), { status: 400 });
   }
