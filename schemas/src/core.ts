@@ -11,6 +11,7 @@ export * from './events.js';
 export * from './flow.js';
 export * from './json-schema.js';
 export * from './kinds.js';
+export * from './limits.js';
 export * from './migrate.js';
 export * from './parse.js';
 export * from './serialize.js';

@@ -4,6 +4,7 @@
  * (`pnpm --filter @switchboard/schemas gen`); a test fails when the committed file is stale.
  */
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { MAX_ID_LENGTH } from './limits.js';
 
 export const FLOW_VERSION = 1 as const;
 export const FLOW_SCHEMA_ID = 'https://switchboard.dev/schemas/flow.schema.json';
@@ -11,7 +12,7 @@ export const FLOW_SCHEMA_ID = 'https://switchboard.dev/schemas/flow.schema.json'
 /** Ids are plain ASCII so they survive URLs, file names and terminals, and cannot hide characters. */
 export const Id = Type.String({
   minLength: 1,
-  maxLength: 128,
+  maxLength: MAX_ID_LENGTH,
   pattern: '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$',
   description: 'A stable identifier: ASCII letters, digits, `_ . : -`.',
 });

@@ -5,9 +5,10 @@
  */
 import { type Problem, pointer, problem, sanitize } from './codes.js';
 import { findJsonSyntaxError } from './json-syntax.js';
+import { MAX_FLOW_BYTES } from './limits.js';
 
 export interface ParseLimits {
-  /** Bytes (UTF-8). Default 8 MiB. */
+  /** Bytes (UTF-8). Default `MAX_FLOW_BYTES` (8 MiB). */
   maxBytes?: number;
   /** Nesting depth of arrays and objects. Default 64. */
   maxDepth?: number;
@@ -15,7 +16,7 @@ export interface ParseLimits {
   maxValues?: number;
 }
 
-export const DEFAULT_LIMITS = { maxBytes: 8 * 1024 * 1024, maxDepth: 64, maxValues: 2_000_000 } as const;
+export const DEFAULT_LIMITS = { maxBytes: MAX_FLOW_BYTES, maxDepth: 64, maxValues: 2_000_000 } as const;
 
 export type ParseResult =
   | { ok: true; value: unknown; warnings: Problem[] }

@@ -39,3 +39,39 @@ export function canonicalFlow(flow: Flow): Flow {
 export function serializeFlow(flow: Flow): string {
   return `${JSON.stringify(canonicalFlow(flow), null, 2)}\n`;
 }
+
+const NON_ASCII = /[\u0080-\uffff]/;
+const ASCII_RUNS = /[^\u0080-\uffff]+/g;
+
+/** UTF-8 byte length of a string, without encoding it (a lone surrogate counts as U+FFFD would: 3). */
+export function utf8Length(s: string): number {
+  // Flows are mostly ASCII: a native scan settles that, and only the rest is counted by hand.
+  if (!NON_ASCII.test(s)) return s.length;
+  // Each ASCII run becomes one marker, so a surrogate is never paired across a removed run.
+  const rest = s.replace(ASCII_RUNS, 'a');
+  let nonAscii = 0;
+  let n = 0;
+  for (let i = 0; i < rest.length; i++) {
+    const c = rest.charCodeAt(i);
+    if (c < 0x80) continue;
+    nonAscii++;
+    if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < rest.length) {
+      const d = rest.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 4; // a pair: two code units, four bytes
+        nonAscii++;
+        i++;
+      } else n += 3;
+    } else n += 3;
+  }
+  return n + s.length - nonAscii;
+}
+
+/**
+ * Bytes of a document's saved text (`serializeFlow`): key order does not change the length, so
+ * this needs no canonical copy. The size limit applies to this, whatever form the document came in.
+ */
+export function savedFlowBytes(doc: unknown): number {
+  return utf8Length(JSON.stringify(doc, null, 2) ?? '') + 1;
+}

@@ -27,8 +27,10 @@ import {
 } from './flow.js';
 import { type IdsAt, inspectDocument } from './inspect.js';
 import { checkConnection, DEFAULT_DECIDER_ROUTES, type KindCatalog, type KindInfo } from './kinds.js';
+import { MAX_ID_LENGTH } from './limits.js';
 import { type Migration, migrateFlow } from './migrate.js';
 import { DEFAULT_LIMITS, type ParseLimits, parseJsonBounded } from './parse.js';
+import { savedFlowBytes } from './serialize.js';
 
 export interface ValidateOptions {
   kinds: KindCatalog;
@@ -129,7 +131,10 @@ export function validateFlow(doc: unknown, options: ValidateOptions): Validation
       const m = /^\/(nodes|edges)\/(\d+)/.exec(path);
       if (!m) return {};
       const item: unknown = (m[1] === 'nodes' ? nodes : edges)[Number(m[2])];
-      const id = isObject(item) && typeof item.id === 'string' && item.id.length <= 128 ? item.id : undefined;
+      const id =
+        isObject(item) && typeof item.id === 'string' && item.id.length <= MAX_ID_LENGTH
+          ? item.id
+          : undefined;
       if (id === undefined) return {};
       return m[1] === 'nodes' ? { nodeId: id } : { edgeId: id };
     };
@@ -158,6 +163,15 @@ export function validateFlow(doc: unknown, options: ValidateOptions): Validation
         `from version ${migrated.from}: ${migrated.applied.map((m) => m.description).join('; ')}`,
       ),
     );
+  }
+
+  // One size limit for every way in (REST body, room, file): the bytes the flow has once saved,
+  // so whatever is stored is also what `switchboard validate`/`run` and the editor's import read.
+  const maxBytes = options.limits?.maxBytes ?? DEFAULT_LIMITS.maxBytes;
+  const bytes = savedFlowBytes(raw);
+  if (bytes > maxBytes) {
+    c.error(problem('too-large', '', `${bytes} bytes as saved, limit ${maxBytes}`));
+    return done();
   }
 
   // Schema, piece by piece so the error cap also caps the work.

@@ -15,6 +15,7 @@
  * gets, per node, who else has it selected, so only those node faces re-render.
  */
 
+import { MAX_ID_LENGTH } from '@switchboard/schemas';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
 import {
@@ -242,7 +243,7 @@ export class Collab {
       if (!isIdentity(st.user)) continue;
       const selection = Array.isArray(st.selection)
         ? st.selection
-            .filter((x): x is string => typeof x === 'string' && x.length <= 128)
+            .filter((x): x is string => typeof x === 'string' && x.length <= MAX_ID_LENGTH)
             .slice(0, MAX_SELECTION)
         : [];
       const s2 = state as { [CURSOR_FIELD]?: unknown; [VIEW_FIELD]?: unknown };

@@ -9,7 +9,10 @@ import { tokenFromInput } from '../model/token.js';
 
 export type TokenReason = 'missing' | 'refused' | 'rate-limited';
 
-const RATE_LIMITED = 'Too many wrong tokens came from this address. Wait a minute, then try again.';
+// The server never refuses the right token: a 429 means this one is wrong too, and many wrong
+// ones came lately (from this network or from everywhere).
+const RATE_LIMITED =
+  'The server did not accept this token, and has seen many wrong tokens lately. Paste the current token (the right one is accepted at once), or wait a minute before trying others.';
 
 const WHY: Record<TokenReason, ReactNode> = {
   missing: (

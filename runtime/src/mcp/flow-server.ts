@@ -157,6 +157,7 @@ export function createFlowMcpServer(flow: Flow, o: FlowServerOptions): Server {
 }
 
 const MAX_BODY = 4 * 1024 * 1024;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
@@ -167,8 +168,15 @@ async function readJsonBody(req: IncomingMessage): Promise<unknown> {
     chunks.push(c as Buffer);
   }
   if (size === 0) return undefined;
+  let text: string;
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    text = strictUtf8.decode(Buffer.concat(chunks));
+  } catch {
+    // Never replaced by U+FFFD and passed on as the flow's input.
+    throw Object.assign(new Error('request body is not valid UTF-8'), { status: 400 });
+  }
+  try {
+    return JSON.parse(text);
   } catch {
     throw Object.assign(new Error('request body is not JSON'), { status: 400 });
   }
@@ -181,20 +189,35 @@ export interface FlowHttpServer {
 }
 
 /**
- * Serves the flow over streamable HTTP on 127.0.0.1 only, with the SDK's DNS-rebinding
- * protection on (Host must be 127.0.0.1:PORT or localhost:PORT). One MCP session per client.
+ * Serves the flow over streamable HTTP on 127.0.0.1 only. Like the main server, every request is
+ * checked before anything else: Host must be 127.0.0.1:PORT or localhost:PORT (DNS rebinding) and
+ * an Origin, when a browser sends one, must be this server's own (a page elsewhere must not call
+ * the tool, open a stream or end a session); clients that send no Origin (SDKs, curl) pass. The
+ * SDK transport's own DNS-rebinding protection is on too, with the same lists. One MCP session
+ * per client.
  */
 export async function serveFlowHttp(flow: Flow, o: FlowServerOptions, port: number): Promise<FlowHttpServer> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   let httpServer: HttpServer;
   let actualPort = port;
   const hosts = () => [`127.0.0.1:${actualPort}`, `localhost:${actualPort}`];
+  // Exact matches: browsers send the origin lower-case, without a path or credentials.
+  const origins = () => hosts().map((h) => `http://${h}`);
   const fail = (res: import('node:http').ServerResponse, status: number, message: string) => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
   };
   httpServer = createHttpServer(async (req, res) => {
     try {
+      if (!hosts().includes(req.headers.host ?? ''))
+        return fail(res, 403, 'the Host header does not name this server');
+      const origin = req.headers.origin;
+      if (origin !== undefined && !origins().includes(origin))
+        return fail(
+          res,
+          403,
+          `cross-origin requests are not accepted (Origin ${JSON.stringify(origin).slice(0, 80)})`,
+        );
       const path = (req.url ?? '').split('?')[0];
       if (path !== '/mcp') return fail(res, 404, 'not found: the MCP endpoint is /mcp');
       const body = req.method === 'POST' ? await readJsonBody(req) : undefined;
@@ -208,6 +231,7 @@ export async function serveFlowHttp(flow: Flow, o: FlowServerOptions, port: numb
           sessionIdGenerator: () => randomUUID(),
           enableDnsRebindingProtection: true,
           allowedHosts: hosts(),
+          allowedOrigins: origins(),
           onsessioninitialized: (id) => {
             sessions.set(id, t);
           },

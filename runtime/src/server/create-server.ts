@@ -19,28 +19,37 @@ import { FlowRecords } from './flow-records.js';
 import { defaultTemplatesDir, FlowTemplates } from './flow-templates.js';
 import { installGuard } from './guard.js';
 import { installJsonParser } from './json-body.js';
+import { BODY_LIMIT, DEFAULT_MAX_RUNS, defaultMaxRuns, MAX_PARAM_LENGTH, WS_MAX_PAYLOAD } from './limits.js';
+import { withRedaction } from './log-redaction.js';
 import { collectRoutes } from './openapi.js';
 import { RoomPersistence } from './room-persistence.js';
 import { RoomStates } from './room-states.js';
-import { registerFlowRoutes } from './routes-flows.js';
+import { ID_PARAM, registerFlowRoutes } from './routes-flows.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { FINAL, RunManager, type RunManagerOptions } from './run-manager.js';
 import {
+  type AuthLimits,
   allowedHostsFor,
   allowedOriginsFor,
   FailureLimiter,
   isLoopbackHost,
   tokenProblem,
+  trustedProxies,
 } from './security.js';
 import { registerEditor } from './static-editor.js';
 import { type RoomHooks, YjsRooms } from './yjs-room.js';
 
 export const DEFAULT_PORT = 5170;
 export const DEFAULT_HOST = '127.0.0.1';
-/** Request bodies: a flow may be 8 MiB (the validator's limit), plus an envelope. */
-export const BODY_LIMIT = 9 * 1024 * 1024;
-/** WebSocket messages: a few MiB, not ws's 100 MiB default. */
-export const WS_MAX_PAYLOAD = 4 * 1024 * 1024;
+/** A positive integer from a flag or variable, or a configuration error naming it. */
+export function positiveInt(value: string | number, what: string): number {
+  const n = typeof value === 'number' ? value : /^\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new ServerConfigError(
+      `${what} must be a positive integer, not ${JSON.stringify(String(value)).slice(0, 40)}`,
+    );
+  return n;
+}
 
 export interface ServerOptions {
   /** The data directory, or an open store (the caller then closes it). */
@@ -54,6 +63,18 @@ export interface ServerOptions {
   allowedHosts?: string[];
   /** Extra browser origins allowed to open WebSockets and send writes. */
   allowedOrigins?: string[];
+  /**
+   * Proxies whose `X-Forwarded-For` names the client (addresses, CIDRs, or `loopback`); default
+   * none, so the header is ignored. Default SWITCHBOARD_TRUST_PROXY (comma-separated).
+   */
+  trustProxy?: string[];
+  /** Failed-token limits (per address prefix and global, per window). */
+  authLimits?: AuthLimits;
+  /**
+   * Runs live at once; a start beyond is refused with 429. Default SWITCHBOARD_MAX_RUNS, else 64
+   * or what the open-files limit allows (`defaultMaxRuns`).
+   */
+  maxRuns?: number;
   /** The editor's build; default editor/dist of this checkout; false: no static files. */
   editorDir?: string | false;
   /** The shipped example flows offered as templates; default flows/ of this checkout; false: none. */
@@ -84,6 +105,8 @@ export interface SwitchboardServer {
   editorRoutes: ReadonlySet<string>;
   /** Whether every route but the public ones needs the token. */
   tokenRequired: boolean;
+  /** The concurrent run cap in force. */
+  maxRuns: number;
   /** What recovery found at start. */
   recovered: { resumed: string[]; interrupted: string[]; final: string[] };
   /**
@@ -93,26 +116,6 @@ export interface SwitchboardServer {
    */
   listen(): Promise<{ url: string; port: number; editor: string }>;
   close(): Promise<void>;
-}
-
-/** Tokens given as `?token=` (WebSocket upgrades) never reach the logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/([?&]token=)[^&]*/gi, '$1[redacted]');
-}
-
-function withRedaction(logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
-  if (!logger) return logger;
-  const base = typeof logger === 'object' ? logger : {};
-  return {
-    ...base,
-    serializers: {
-      req: (req: { method: string; url: string; ip?: string }) => ({
-        method: req.method,
-        url: redactUrl(req.url),
-        ip: req.ip,
-      }),
-    },
-  } as FastifyServerOptions['logger'];
 }
 
 /**
@@ -156,6 +159,20 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     options.allowedOrigins ?? env.SWITCHBOARD_ALLOWED_ORIGINS?.split(',').filter(Boolean) ?? [];
   let hosts = allowedHostsFor(host, port, extraHosts);
   let origins = allowedOriginsFor(hosts, extraOrigins);
+  const proxies = trustedProxies(
+    options.trustProxy ??
+      env.SWITCHBOARD_TRUST_PROXY?.split(',')
+        .map((p) => p.trim())
+        .filter(Boolean) ??
+      [],
+  );
+  if (typeof proxies === 'string') throw new ServerConfigError(proxies);
+  const maxRuns =
+    options.maxRuns !== undefined
+      ? positiveInt(options.maxRuns, 'maxRuns')
+      : env.SWITCHBOARD_MAX_RUNS
+        ? positiveInt(env.SWITCHBOARD_MAX_RUNS, 'SWITCHBOARD_MAX_RUNS')
+        : defaultMaxRuns();
 
   const ownStore = !options.store;
   const store =
@@ -168,7 +185,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   const app = Fastify({
     logger: withRedaction(options.logger ?? false),
     bodyLimit: BODY_LIMIT,
-    trustProxy: false,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // X-Forwarded-For is read only from the proxies the operator named; req.ip is then the
+    // nearest address no trusted proxy vouches for.
+    trustProxy: proxies.length > 0 ? proxies : false,
     // Keep JSON bodies bounded; the parser below checks depth and prototype keys.
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -184,7 +204,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     token,
     hosts: () => hosts,
     origins: () => origins,
-    limiter: new FailureLimiter(),
+    limiter: new FailureLimiter(options.authLimits),
     staticRoutes: editorRoutes,
   });
 
@@ -250,7 +270,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     roomStore,
     new FlowTemplates(options.templatesDir === undefined ? defaultTemplatesDir() : options.templatesDir),
   );
-  registerRunRoutes(app, store, runs, (id) => roomStore.settle(id));
+  registerRunRoutes(app, store, runs, (id) => roomStore.settle(id), { maxRuns });
   app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
     hub.attach(socket);
   });
@@ -262,7 +282,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
         summary: 'Yjs collaboration room of a flow (WebSocket, y-protocols)',
         params: {
           type: 'object',
-          properties: { room: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$' } },
+          properties: { room: ID_PARAM },
         },
       },
     },
@@ -278,6 +298,11 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   if (editorDir && existsSync(join(editorDir, 'index.html')))
     for (const r of await registerEditor(app, editorDir)) editorRoutes.add(r);
 
+  if (options.maxRuns === undefined && !env.SWITCHBOARD_MAX_RUNS && maxRuns < DEFAULT_MAX_RUNS)
+    app.log.warn(
+      { maxRuns },
+      `the open-files limit allows ${maxRuns} live runs at once, not ${DEFAULT_MAX_RUNS} (raise ulimit -n or set --max-runs)`,
+    );
   const recovered =
     options.recover === false ? { resumed: [], interrupted: [], final: [] } : await runs.recover();
   if (recovered.resumed.length || recovered.interrupted.length)
@@ -293,6 +318,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     roomStore,
     editorRoutes,
     tokenRequired: token !== undefined,
+    maxRuns,
     recovered,
     async listen() {
       await app.listen({ host, port });

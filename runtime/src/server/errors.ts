@@ -10,6 +10,8 @@ export class HttpError extends Error {
     readonly code: string,
     message: string,
     readonly extra: Record<string, unknown> = {},
+    /** Response headers the refusal needs (e.g. `retry-after`). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
@@ -18,6 +20,7 @@ export class HttpError extends Error {
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | HttpError, req, reply) => {
     if (err instanceof HttpError) {
+      for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
       return reply.code(err.status).send({ error: { code: err.code, message: err.message }, ...err.extra });
     }
     if (err.validation) {

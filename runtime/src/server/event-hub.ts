@@ -20,7 +20,7 @@
  * resubscribes with its last seq and misses nothing — so a stalled reader never grows the
  * server's memory by more than that and one batch.
  */
-import type { RunEvent } from '@switchboard/schemas';
+import { MAX_ID_LENGTH, type RunEvent } from '@switchboard/schemas';
 import type { WebSocket } from 'ws';
 import type { LogLine } from '../store/event-log.js';
 
@@ -136,7 +136,7 @@ function framesOf(
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
-const ID_RE = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/;
+const ID_RE = new RegExp(`^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,${MAX_ID_LENGTH - 1}}$`);
 
 export class EventHub {
   private readonly clients = new Set<Client>();

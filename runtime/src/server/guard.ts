@@ -1,14 +1,17 @@
 /**
  * The request gate, run before routing for every request and WebSocket upgrade:
  * 1. Host must name this server (DNS rebinding);
- * 2. with a token configured, every route but the public ones needs it (rate-limited failures):
- *    `/api/health` and the editor's static build (GET/HEAD, never an upgrade, never under `/api`);
+ * 2. with a token configured, every route but the public ones needs it: `/api/health` and the
+ *    editor's static build (GET/HEAD, never an upgrade, never under `/api`). The valid token always
+ *    passes; wrong ones are counted per address prefix and globally, and answered 429 past the
+ *    limit (security.ts, FailureLimiter);
  * 3. WebSocket upgrades must come from an allowed Origin; other requests that carry an Origin
  *    and change state must too (cross-site requests).
- * Only the socket's own address is trusted; `x-forwarded-*` headers are never read.
+ * The client address is `req.ip`: the socket's own, or, when fastify's `trustProxy` names the
+ * socket as a proxy the operator trusts, the nearest untrusted `X-Forwarded-For` entry.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type FailureLimiter, tokenFrom, tokenMatches } from './security.js';
+import { addressPrefix, type FailureLimiter, tokenFrom, tokenMatches } from './security.js';
 import { isApiPath, SPA_FALLBACK } from './static-editor.js';
 
 /** API routes that answer without a token (reviewed: they reveal nothing but liveness). */
@@ -78,15 +81,21 @@ export function installGuard(app: FastifyInstance, cfg: GuardConfig): void {
     }
     if (cfg.token === undefined) return undefined;
     if (!isUpgrade && isPublic(req)) return undefined;
-    const addr = req.socket.remoteAddress ?? 'unknown';
-    if (cfg.limiter.blocked(addr))
-      return refuse(reply, 429, 'rate-limited', 'too many failed attempts; wait a minute');
     const given = tokenFrom(req.headers, req.url, isUpgrade);
-    if (!tokenMatches(cfg.token, given)) {
-      cfg.limiter.fail(addr);
-      return refuse(reply, 401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
+    // The token first: a valid one passes whatever others tried from the same place.
+    if (tokenMatches(cfg.token, given)) return undefined;
+    const addr = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    const wait = cfg.limiter.blocked(addr);
+    if (wait !== undefined) {
+      reply.header('retry-after', String(wait));
+      return refuse(reply, 429, 'rate-limited', `too many failed attempts; retry in ${wait} s`);
     }
-    cfg.limiter.succeed(addr);
-    return undefined;
+    const tripped = cfg.limiter.fail(addr);
+    if (tripped)
+      req.log.warn(
+        { prefix: tripped === 'prefix' ? addressPrefix(addr) : undefined, limit: tripped },
+        'failed tokens reached the limit; further wrong tokens are answered 429',
+      );
+    return refuse(reply, 401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
   }
 }

@@ -13,7 +13,7 @@
  * 410 and no room brings it back until someone deliberately writes that id again.
  */
 import { validate } from '@switchboard/nodes';
-import { type Flow, serializeFlow } from '@switchboard/schemas';
+import { type Flow, Id, MAX_ID_LENGTH, serializeFlow } from '@switchboard/schemas';
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from './errors.js';
 import { authorOf } from './flow-lifecycle.js';
@@ -21,8 +21,9 @@ import { type FlowRecords, goneError } from './flow-records.js';
 import { FlowTemplates, newFlowId, TEMPLATE_ID } from './flow-templates.js';
 import type { FlowRoomLink } from './room-persistence.js';
 
-const ID = { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$', maxLength: 128 } as const;
-const idParams = { type: 'object', properties: { id: ID }, required: ['id'] } as const;
+/** A flow id in a URL or a room name: the schema's own pattern and length limit. */
+export const ID_PARAM = { type: 'string', pattern: Id.pattern, maxLength: MAX_ID_LENGTH } as const;
+const idParams = { type: 'object', properties: { id: ID_PARAM }, required: ['id'] } as const;
 const problems = { type: 'array', items: { type: 'object', additionalProperties: true } } as const;
 const flowBody = { type: 'object', description: 'A flow document (flow.schema.json)' } as const;
 const writeResult = {

@@ -2,8 +2,8 @@
  * Runs: start (a stored flow or an inline one, input, models override), list with filters,
  * get, events after a seq, and commands.
  */
-import type { Flow, ModelConfigT } from '@switchboard/schemas';
-import type { FastifyInstance } from 'fastify';
+import { type Flow, MAX_ID_LENGTH, type ModelConfigT } from '@switchboard/schemas';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { RunCommand } from '../engine/types.js';
 import { RUN_STATUSES } from '../store/catalog.js';
 import { RUN_ID_RE, type Store } from '../store/store.js';
@@ -42,23 +42,31 @@ export function parseCommand(body: unknown): RunCommand {
       return reason === undefined ? { type: 'cancel' } : { type: 'cancel', reason };
     }
     case 'inject': {
-      const nodeId = str('nodeId', false, 128);
+      const nodeId = str('nodeId', false, MAX_ID_LENGTH);
       const c: RunCommand = { type: 'inject', text: str('text', true)! };
       if (nodeId !== undefined) c.nodeId = nodeId;
       return c;
     }
     case 'answer': {
-      const nodeId = str('nodeId', false, 128);
+      const nodeId = str('nodeId', false, MAX_ID_LENGTH);
       const c: RunCommand = { type: 'answer', answer: str('answer', true)! };
       if (nodeId !== undefined) c.nodeId = nodeId;
       return c;
     }
     case 'breakpoint':
       if (typeof body.on !== 'boolean') throw new HttpError(400, 'bad-command', '"on" must be true or false');
-      return { type: 'breakpoint', nodeId: str('nodeId', true, 128)!, on: body.on };
+      return { type: 'breakpoint', nodeId: str('nodeId', true, MAX_ID_LENGTH)!, on: body.on };
     default:
       throw new HttpError(400, 'bad-command', `unknown command ${JSON.stringify(body.type).slice(0, 60)}`);
   }
+}
+
+interface StartBody {
+  flowId?: string;
+  flow?: unknown;
+  input?: unknown;
+  models?: Record<string, ModelConfigT>;
+  breakpoints?: string[];
 }
 
 /**
@@ -70,23 +78,31 @@ export function registerRunRoutes(
   store: Store,
   runs: RunManager,
   settleFlow: (flowId: string) => Promise<void> = async () => {},
+  limits: { maxRuns?: number } = {},
 ): void {
   const catalog = store.catalog;
+  const maxRuns = limits.maxRuns ?? Number.POSITIVE_INFINITY;
+  /** Starts admitted but not yet live: counted, so starts that race cannot pass the cap together. */
+  let starting = 0;
+  /** Takes a run slot or refuses with 429; the caller gives it back (`starting--`) once the run is live or failed to start. */
+  const admit = (): void => {
+    if (runs.liveCount + starting >= maxRuns)
+      throw new HttpError(
+        429,
+        'too-many-runs',
+        `${maxRuns} runs are live, the most this server runs at once (--max-runs); retry when one ends`,
+        {},
+        { 'retry-after': '5' },
+      );
+    starting++;
+  };
   const getRun = (id: string) => {
     const r = catalog.data.runs[id];
     if (!r) throw new HttpError(404, 'not-found', `no run ${id}`);
     return r;
   };
 
-  app.post<{
-    Body: {
-      flowId?: string;
-      flow?: unknown;
-      input?: unknown;
-      models?: Record<string, ModelConfigT>;
-      breakpoints?: string[];
-    };
-  }>(
+  app.post<{ Body: StartBody }>(
     '/api/runs',
     {
       schema: {
@@ -94,14 +110,14 @@ export function registerRunRoutes(
         body: {
           type: 'object',
           properties: {
-            flowId: { type: 'string', maxLength: 128 },
+            flowId: { type: 'string', maxLength: MAX_ID_LENGTH },
             flow: { type: 'object' },
             input: {},
             models: { type: 'object', description: 'Replaces entries of the flow’s `models`' },
             breakpoints: {
               type: 'array',
               maxItems: 1000,
-              items: { type: 'string', maxLength: 128 },
+              items: { type: 'string', maxLength: MAX_ID_LENGTH },
               description: 'Node ids the run pauses before, set before its first node starts',
             },
           },
@@ -112,30 +128,39 @@ export function registerRunRoutes(
       const b = req.body;
       if ((b.flowId === undefined) === (b.flow === undefined))
         throw new HttpError(400, 'bad-request', 'give exactly one of "flowId" and "flow"');
-      let base: unknown;
-      if (b.flowId !== undefined) {
-        await settleFlow(b.flowId);
-        const rec = catalog.data.flows[b.flowId];
-        if (!rec) throw new HttpError(404, 'not-found', `no flow ${b.flowId}`);
-        base = rec.flow;
-      } else base = b.flow;
-      if (b.models !== undefined) {
-        if (!isObj(base)) throw new HttpError(400, 'bad-request', '"flow" must be an object');
-        base = { ...base, models: { ...(base.models as object), ...b.models } };
+      admit();
+      try {
+        return await startRun(b, reply);
+      } finally {
+        starting--;
       }
-      // The override is validated together with the flow, by the same validator.
-      const { flow } = checkFlow(base);
-      const rec = await runs.start({
-        flow: flow as Flow,
-        input: b.input ?? null,
-        source: 'api',
-        breakpoints: b.breakpoints,
-        validated: true,
-      });
-      reply.code(201);
-      return { run: rec };
     },
   );
+
+  async function startRun(b: StartBody, reply: FastifyReply) {
+    let base: unknown;
+    if (b.flowId !== undefined) {
+      await settleFlow(b.flowId);
+      const rec = catalog.data.flows[b.flowId];
+      if (!rec) throw new HttpError(404, 'not-found', `no flow ${b.flowId}`);
+      base = rec.flow;
+    } else base = b.flow;
+    if (b.models !== undefined) {
+      if (!isObj(base)) throw new HttpError(400, 'bad-request', '"flow" must be an object');
+      base = { ...base, models: { ...(base.models as object), ...b.models } };
+    }
+    // The override is validated together with the flow, by the same validator.
+    const { flow } = checkFlow(base);
+    const rec = await runs.start({
+      flow: flow as Flow,
+      input: b.input ?? null,
+      source: 'api',
+      breakpoints: b.breakpoints,
+      validated: true,
+    });
+    reply.code(201);
+    return { run: rec };
+  }
 
   app.get<{ Querystring: { flowId?: string; status?: string; limit?: number; before?: string } }>(
     '/api/runs',
@@ -223,7 +248,8 @@ export function registerRunRoutes(
           cmd.type === 'resume' &&
           (r.status === 'interrupted' || !['completed', 'failed', 'cancelled'].includes(r.status))
         ) {
-          const outcome = await runs.resumeStored(r.id, { allowInterrupted: true });
+          admit();
+          const outcome = await runs.resumeStored(r.id, { allowInterrupted: true }).finally(() => starting--);
           if (outcome !== 'resumed')
             throw new HttpError(
               409,

@@ -1,7 +1,9 @@
 /**
  * Who may talk to the server. Loopback binds are open to local clients; any other bind needs
  * `SWITCHBOARD_TOKEN`. Host and Origin are checked against the server's own origin (DNS
- * rebinding, cross-site WebSockets); `x-forwarded-*` headers are never read.
+ * rebinding, cross-site WebSockets). The client's address is the socket's, or, only when the
+ * socket is a proxy the operator trusts (`--trust-proxy`), the nearest untrusted address of
+ * `X-Forwarded-For`.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
@@ -55,37 +57,105 @@ export function tokenFrom(headers: Record<string, string | string[] | undefined>
   return undefined;
 }
 
-/** Failed token attempts per remote address: at most `max` per `windowMs`, then refused. */
+/**
+ * The part of a client address failures are counted by: /24 for IPv4 (also IPv4-mapped IPv6),
+ * /64 for IPv6, so rotating addresses inside one allocation does not reset the count.
+ */
+export function addressPrefix(addr: string): string {
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(addr);
+  const a = mapped ? mapped[1]! : addr;
+  const v = isIP(a);
+  if (v === 4) return `${a.slice(0, a.lastIndexOf('.'))}.0/24`;
+  if (v !== 6) return a;
+  const zone = a.indexOf('%');
+  const bare = zone === -1 ? a : a.slice(0, zone);
+  const [head = '', tail] = bare.split('::');
+  const h = head === '' ? [] : head.split(':');
+  const t = tail === undefined || tail === '' ? [] : tail.split(':');
+  // An embedded IPv4 tail takes two groups; only the first four groups matter here.
+  const groups =
+    tail === undefined ? h : [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => (Number.parseInt(g, 16) || 0).toString(16))
+    .join(':')}::/64`;
+}
+
+export interface AuthLimits {
+  /** Failed tokens per address prefix per window (default 10). */
+  perPrefix?: number;
+  /** Failed tokens from everywhere per window (default 100): rotating prefixes meets this. */
+  global?: number;
+  windowMs?: number;
+}
+
+/**
+ * Failed token attempts, per address prefix and globally, in a fixed window. A limited source is
+ * refused with 429 for *wrong* tokens only: the guard checks the token first, so the valid token
+ * always passes (a flood of bad guesses must not lock the operator out). Guessing itself is
+ * stopped by the token's strength (at least 128 random bits, checked at start); this bounds the
+ * noise, makes an attack visible (one warning per window) and tells a client to back off.
+ */
 export class FailureLimiter {
   private readonly hits = new Map<string, { n: number; reset: number }>();
-  constructor(
-    readonly max = 10,
-    readonly windowMs = 60_000,
-  ) {}
+  private global = { n: 0, reset: 0 };
+  readonly perPrefix: number;
+  readonly globalMax: number;
+  readonly windowMs: number;
 
-  blocked(addr: string, now = Date.now()): boolean {
-    const h = this.hits.get(addr);
-    if (!h) return false;
-    if (now >= h.reset) {
-      this.hits.delete(addr);
-      return false;
-    }
-    return h.n >= this.max;
+  constructor(limits: AuthLimits = {}) {
+    this.perPrefix = limits.perPrefix ?? 10;
+    this.globalMax = limits.global ?? 100;
+    this.windowMs = limits.windowMs ?? 60_000;
   }
 
-  fail(addr: string, now = Date.now()): void {
-    const h = this.hits.get(addr);
-    if (!h || now >= h.reset) this.hits.set(addr, { n: 1, reset: now + this.windowMs });
-    else h.n++;
+  /** Seconds until a wrong token from `addr` is answered 401 again, or undefined when not limited. */
+  blocked(addr: string, now = Date.now()): number | undefined {
+    const secs = (reset: number) => Math.max(1, Math.ceil((reset - now) / 1000));
+    if (now < this.global.reset && this.global.n >= this.globalMax) return secs(this.global.reset);
+    const key = addressPrefix(addr);
+    const h = this.hits.get(key);
+    if (!h) return undefined;
+    if (now >= h.reset) {
+      this.hits.delete(key);
+      return undefined;
+    }
+    return h.n >= this.perPrefix ? secs(h.reset) : undefined;
+  }
+
+  /** Counts a failure; returns what it tripped (a limit reached by this very failure), for the log. */
+  fail(addr: string, now = Date.now()): 'prefix' | 'global' | undefined {
+    if (now >= this.global.reset) this.global = { n: 0, reset: now + this.windowMs };
+    this.global.n++;
+    const key = addressPrefix(addr);
+    const h = this.hits.get(key);
+    let n = 1;
+    if (!h || now >= h.reset) this.hits.set(key, { n, reset: now + this.windowMs });
+    else n = ++h.n;
     if (this.hits.size > 10_000) {
       // Bounded memory under a spray of addresses: forget expired entries.
       for (const [k, v] of this.hits) if (now >= v.reset) this.hits.delete(k);
     }
+    if (this.global.n === this.globalMax) return 'global';
+    return n === this.perPrefix ? 'prefix' : undefined;
   }
+}
 
-  succeed(addr: string): void {
-    this.hits.delete(addr);
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * Checks the operator's trusted proxies: addresses, CIDRs or proxy-addr's names. Returns the list,
+ * or a sentence naming the bad entry.
+ */
+export function trustedProxies(list: string[]): string[] | string {
+  for (const p of list) {
+    const [addr = '', bits, extra] = p.split('/');
+    const v = isIP(addr);
+    const okBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (v === 6 ? 128 : 32));
+    if (!(PROXY_NAMES.has(p) || (v !== 0 && okBits && extra === undefined)))
+      return `trusted proxy ${JSON.stringify(p).slice(0, 60)} is not an address, a CIDR or one of loopback, linklocal, uniquelocal`;
   }
+  return list;
 }
 
 function hostLiteral(host: string): string {

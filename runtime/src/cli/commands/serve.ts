@@ -1,5 +1,6 @@
 /**
- * `switchboard serve [--port 5170] [--host 127.0.0.1] [--data DIR]`: the editor, the REST API
+ * `switchboard serve [--port 5170] [--host 127.0.0.1] [--data DIR] [--trust-proxy ADDR]
+ * [--max-runs N]`: the editor, the REST API
  * and the WebSocket endpoints over one data directory, until SIGINT/SIGTERM. Runs left live by
  * a previous process are resumed (or marked interrupted) at start. With a token it prints the
  * editor's address with `?token=` once, as Jupyter does.
@@ -13,6 +14,8 @@ export interface ServeOptions {
   data?: string;
   allowHost?: string[];
   allowOrigin?: string[];
+  trustProxy?: string[];
+  maxRuns?: string;
   quiet?: boolean;
 }
 
@@ -49,11 +52,25 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option('--data <dir>', 'data directory (default $SWITCHBOARD_DATA or ./.switchboard)')
     .option('--allow-host <host:port>', 'another Host header value to accept (repeatable)', collect)
     .option('--allow-origin <origin>', 'another browser origin to accept (repeatable)', collect)
+    .option(
+      '--trust-proxy <addr>',
+      'a reverse proxy (address, CIDR or "loopback") whose X-Forwarded-For names the client (repeatable); otherwise the header is ignored',
+      collect,
+    )
+    .option(
+      '--max-runs <n>',
+      'runs live at once; more are refused with 429 (default $SWITCHBOARD_MAX_RUNS or 64)',
+    )
     .option('--quiet', 'only warnings and errors in the log')
     .action(async (opts: ServeOptions) => {
       const port = Number(opts.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535) {
         ctx.err(`switchboard serve: --port must be 0…65535, not ${opts.port}\n`);
+        ctx.setExit(EXIT.usage);
+        return;
+      }
+      if (opts.maxRuns !== undefined && !/^[1-9]\d{0,8}$/.test(opts.maxRuns)) {
+        ctx.err(`switchboard serve: --max-runs must be a positive integer, not ${opts.maxRuns}\n`);
         ctx.setExit(EXIT.usage);
         return;
       }
@@ -67,6 +84,8 @@ export function registerServe(program: Command, ctx: CliContext): void {
           port,
           ...(opts.allowHost ? { allowedHosts: opts.allowHost } : {}),
           ...(opts.allowOrigin ? { allowedOrigins: opts.allowOrigin } : {}),
+          ...(opts.trustProxy ? { trustProxy: opts.trustProxy } : {}),
+          ...(opts.maxRuns !== undefined ? { maxRuns: Number(opts.maxRuns) } : {}),
           logger: { level: opts.quiet ? 'warn' : 'info' },
         });
       } catch (e) {
