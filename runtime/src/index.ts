@@ -1,6 +1,13 @@
 // Public library surface of @switchboard/runtime. Heavy parts (openai, MCP, server) stay
 // behind lazy imports so that importing the library is cheap.
 
+export type {
+  Flow,
+  ModelConfigT,
+  Problem,
+  RunEvent,
+  ValidationResult,
+} from '@switchboard/schemas';
 export { FLOW_VERSION } from '@switchboard/schemas/core';
 export * from './engine/index.js';
 export * from './engine/types.js';
