@@ -9,18 +9,9 @@
  * makes one of these fail. The tarball's size and file list are checked too.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -31,10 +22,11 @@ import {
   startFakeOpenAIServer,
 } from '../../runtime/src/models/testing/fake-openai-server.js';
 import { cli } from '../support/cli.js';
+import { cleanMachineEnv, installScripts, oneNode, run } from './clean-machine.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FLOWS = join(ROOT, 'flows');
-/** Packed: 882 KiB at the time of writing (bundled code, typings, schemas, the editor's build). */
+/** Packed: 911 KiB at the time of writing (bundled code, typings, schemas, the editor's build). */
 const MAX_PACKED_BYTES = 2 * 1024 * 1024;
 
 /**
@@ -58,34 +50,6 @@ interface Example {
   answers?: Record<string, string | string[]>;
 }
 
-/** start → one scripted agent → end. */
-const oneNode = (): Flow => ({
-  version: 1,
-  id: 'one-node',
-  name: 'One node',
-  models: { default: { provider: 'scripted', script: [{ fallback: true, text: 'scripted answer' }] } },
-  nodes: [
-    { id: 'start', kind: 'start', position: { x: 0, y: 0 }, config: {} },
-    {
-      id: 'writer',
-      kind: 'agent',
-      position: { x: 200, y: 0 },
-      config: { role: 'Writer', model: 'default', prompt: [{ text: 'Task: {{task}}' }] },
-    },
-    { id: 'end', kind: 'end', position: { x: 400, y: 0 }, config: {} },
-  ],
-  edges: [
-    { id: 'e1', kind: 'handover', source: 'start', target: 'writer' },
-    { id: 'e2', kind: 'handover', source: 'writer', target: 'end' },
-  ],
-});
-
-interface Exec {
-  code: number | null;
-  out: string;
-  err: string;
-}
-
 let tmp: string;
 let tarball: string;
 let prefix: string;
@@ -97,40 +61,9 @@ let files: string[];
 let fake: FakeOpenAIServer;
 const savedHome = process.env.SWITCHBOARD_HOME;
 
-/** The environment of a clean machine: Node, npm, the prefix; none of the workspace's variables. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined) continue;
-    if (/^(npm_config_)/i.test(k) && !/^npm_config_(registry|cache)$/i.test(k)) continue;
-    if (/^(npm_package_|npm_lifecycle_|pnpm_|vitest|node_path$|node_options$|node_env$|init_cwd$)/i.test(k))
-      continue;
-    env[k] = v;
-  }
-  env.PATH = [join(prefix, 'bin'), dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(':');
-  env.SWITCHBOARD_HOME = home;
-  return env;
-}
-
-function exec(command: string, args: string[], cwd: string, timeoutMs = 120_000): Promise<Exec> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-    });
-    child.stderr.on('data', (d) => {
-      err += d;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out, err });
-    });
-  });
-}
+const cleanEnv = () => cleanMachineEnv(prefix, home);
+const exec = (command: string, args: string[], cwd: string, timeoutMs?: number) =>
+  run(cleanEnv(), command, args, cwd, timeoutMs);
 
 /** The installed command, found through PATH as a user would (not by its path). */
 const switchboard = (args: string[], cwd = flowsDir) => exec('switchboard', args, cwd);
@@ -248,25 +181,7 @@ describe('the release tarball', { timeout: 120_000 }, () => {
     );
     expect(grep.stdout).toBe('');
     expect(grep.status).toBe(1);
-    const scripts: string[] = [];
-    const walk = (dir: string) => {
-      if (!existsSync(dir)) return;
-      for (const e of readdirSync(dir, { withFileTypes: true })) {
-        if (!e.isDirectory()) continue;
-        const p = join(dir, e.name);
-        if (e.name.startsWith('@')) walk(p);
-        else {
-          const manifest = join(p, 'package.json');
-          if (existsSync(manifest)) {
-            const s = JSON.parse(readFileSync(manifest, 'utf8')).scripts ?? {};
-            for (const k of ['preinstall', 'install', 'postinstall'])
-              if (s[k]) scripts.push(`${e.name}: ${k}: ${s[k]}`);
-          }
-          walk(join(p, 'node_modules'));
-        }
-      }
-    };
-    walk(join(prefix, 'lib', 'node_modules'));
+    const scripts = installScripts(join(prefix, 'lib', 'node_modules'));
     expect(scripts).toEqual([]);
   });
 });
