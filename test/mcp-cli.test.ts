@@ -195,7 +195,7 @@ describe('switchboard mcp FLOW', { timeout: 120_000 }, () => {
     const r = await runCli(['mcp', NEEDS_CONSENT]);
     expect(r.code).toBe(2);
     expect(r.err).toContain("NODE_OPTIONS='--require x' sh -c 'touch /tmp/sb-should-never-exist'");
-    expect(r.err).toContain('switchboard trust FLOW');
+    expect(r.err).toContain(`switchboard trust ${NEEDS_CONSENT}`);
     expect(r.out).toBe('');
   });
 });

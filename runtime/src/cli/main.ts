@@ -3,7 +3,9 @@
  * `register…(program, ctx)`; this file only lists them. Commands import heavy modules lazily
  * inside their actions so that `switchboard validate` starts fast.
  */
+import { FLOW_VERSION } from '@switchboard/schemas/core';
 import { Command, CommanderError } from 'commander';
+import { VERSION } from '../version.js';
 import { registerMcp } from './commands/mcp.js';
 import { registerMcpBuiltin } from './commands/mcp-builtin.js';
 import { registerResume } from './commands/resume.js';
@@ -46,6 +48,11 @@ export async function main(argv: string[], io: MainIO = {}): Promise<number> {
   };
   const program = new Command('switchboard')
     .description('Build, validate, run and serve multi-agent flows.')
+    .version(
+      `switchboard ${VERSION} (flow format version ${FLOW_VERSION})`,
+      '-V, --version',
+      'print the package and flow-format versions',
+    )
     .exitOverride()
     .configureOutput({ writeOut: ctx.out, writeErr: ctx.err })
     .showHelpAfterError();

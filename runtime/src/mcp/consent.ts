@@ -112,6 +112,21 @@ export interface EnsureConsentOptions {
   trustArgs?: string[];
   store?: TrustStore;
   io?: ConsentIO;
+  /** The flow file as the operator named it, so a refusal gives the exact `switchboard trust` line. */
+  flowFile?: string;
+  /** Given when the trust file is not the default one: the refusal's command names it too. */
+  trustFile?: string;
+}
+
+/** A word as a POSIX shell reads it: bare when it is plain, else single-quoted. */
+function shellWord(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/** The command an operator runs to approve a flow's commands: `switchboard trust FILE`. */
+export function trustCommand(flowFile: string | undefined, trustFile?: string): string {
+  const file = flowFile === undefined ? 'FLOW' : shellWord(flowFile);
+  return `switchboard trust ${file}${trustFile === undefined ? '' : ` --trust-file ${shellWord(trustFile)}`}`;
 }
 
 export interface ConsentResult {
@@ -180,7 +195,7 @@ export async function ensureConsent(flow: Flow, options: EnsureConsentOptions): 
   const message = [
     `The flow "${flow.id}" needs commands the local operator has not approved:`,
     ...missing.map(describeUse),
-    `Approve them with \`switchboard trust FLOW\` (or --yes in scripts), or name them with --trust ${missing
+    `Approve them with \`${trustCommand(options.flowFile, options.trustFile)}\` (add --yes in scripts), or name them with --trust ${missing
       .map((m) => m.name)
       .join(' --trust ')}.`,
   ].join('\n');

@@ -6,12 +6,12 @@
 import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import fastifyWebsocket from '@fastify/websocket';
 import type { RunEvent } from '@switchboard/schemas';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { LogLine } from '../store/event-log.js';
 import { Store } from '../store/store.js';
+import { defaultEditorDir } from './editor-dir.js';
 import { installErrorHandling } from './errors.js';
 import { EventHub, type HubOptions } from './event-hub.js';
 import { deletedCloseReason, ROOM_DELETED_CLOSE } from './flow-lifecycle.js';
@@ -133,13 +133,10 @@ export function editorAddress(
   return token === undefined ? `${base}/` : `${base}/?token=${encodeURIComponent(token)}`;
 }
 
+export { defaultEditorDir };
+
 export class ServerConfigError extends Error {
   override readonly name = 'ServerConfigError';
-}
-
-export function defaultEditorDir(): string {
-  // Same depth from src/server and dist/server.
-  return fileURLToPath(new URL('../../../editor/dist', import.meta.url));
 }
 
 export async function createServer(options: ServerOptions = {}): Promise<SwitchboardServer> {

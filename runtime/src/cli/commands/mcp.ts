@@ -40,7 +40,11 @@ export function registerMcp(program: Command, ctx: CliContext): void {
         }
       }
       const { ensureConsent } = await import('../../mcp/consent.js');
-      const consent = await ensureConsent(flow, { interactive: false, trustArgs: opts.trust ?? [] });
+      const consent = await ensureConsent(flow, {
+        interactive: false,
+        trustArgs: opts.trust ?? [],
+        flowFile: file,
+      });
       if (!consent.ok) {
         ctx.err(`${consent.message}\n`);
         ctx.setExit(EXIT.usage);

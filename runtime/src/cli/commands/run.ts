@@ -187,7 +187,7 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   let shutdown: (() => Promise<void>) | undefined;
   if (usesTools) {
     const { ensureConsent } = await import('../../mcp/consent.js');
-    const consent = await ensureConsent(flow, { interactive, trustArgs: opts.trust ?? [] });
+    const consent = await ensureConsent(flow, { interactive, trustArgs: opts.trust ?? [], flowFile: file });
     if (!consent.ok) {
       ctx.err(`${consent.message ?? 'commands need consent'}\n`);
       return EXIT.usage;

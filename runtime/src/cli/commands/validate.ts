@@ -1,7 +1,8 @@
 /** `switchboard validate FILE…`: exit 0 when all are valid, 1 when one is not. */
 import { readFile, stat } from 'node:fs/promises';
-import { validateText } from '@switchboard/nodes';
-import { DEFAULT_LIMITS, type Problem, problem, sanitize } from '@switchboard/schemas';
+// `core`: these need no validator. The validator (Ajv, ~70 modules) loads when a file is
+// checked, so that every other command (and `--version`) starts without it (see cli/main.ts).
+import { DEFAULT_LIMITS, type Problem, problem, sanitize } from '@switchboard/schemas/core';
 import type { Command } from 'commander';
 import { type CliContext, EXIT } from '../context.js';
 
@@ -13,6 +14,7 @@ export interface ValidateReport {
 }
 
 export async function validateFiles(files: string[]): Promise<ValidateReport[]> {
+  const { validateText } = await import('@switchboard/nodes');
   const reports: ValidateReport[] = [];
   for (const file of files) {
     try {
