@@ -2,6 +2,8 @@
  * `${env:NAME}` references and the minimal environment of spawned processes. A flow never holds
  * a secret: it names a variable, and the value is looked up only when a server starts.
  */
+
+import { dict } from '@switchboard/schemas/core';
 import { McpHostError } from './errors.js';
 
 const REF = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -32,7 +34,7 @@ export function envRefsIn(value: string): string[] {
 export const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'TERM'];
 
 export function minimalEnv(source: Record<string, string | undefined> = process.env): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out = dict<string>();
   for (const k of INHERITED_ENV) {
     const v = source[k];
     // A value starting with "()" is a shell function export, never needed by a tool server.

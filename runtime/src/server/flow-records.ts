@@ -2,7 +2,7 @@
  * Writing flows to the catalog, for the REST routes and for co-editing rooms alike, so that both
  * count revisions the same way: every write of a flow is its revision plus one.
  */
-import type { Flow } from '@switchboard/schemas';
+import type { Dict, Flow } from '@switchboard/schemas';
 import type { Catalog, FlowRecord } from '../store/catalog.js';
 import { HttpError } from './errors.js';
 
@@ -11,7 +11,7 @@ export type WriteMode = 'create' | 'replace' | 'upsert';
 export class FlowRecords {
   constructor(private readonly catalog: Catalog) {}
 
-  private get flows(): Record<string, FlowRecord> {
+  private get flows(): Dict<FlowRecord> {
     return this.catalog.data.flows;
   }
 

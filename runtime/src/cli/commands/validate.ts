@@ -1,8 +1,10 @@
 /** `switchboard validate FILE…`: exit 0 when all are valid, 1 when one is not. */
 import { readFile, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { validateText } from '@switchboard/nodes';
 import { DEFAULT_LIMITS, type Problem, problem, sanitize } from '@switchboard/schemas';
 import type { Command } from 'commander';
+import { checkScriptFiles } from '../../models/script-file.js';
 import { type CliContext, EXIT } from '../context.js';
 
 export interface ValidateReport {
@@ -34,7 +36,9 @@ export async function validateFiles(files: string[]): Promise<ValidateReport[]> 
         continue;
       }
       const r = validateText(await readFile(file));
-      reports.push({ file, ok: r.ok, errors: r.errors, warnings: r.warnings });
+      // Script files are read as a run would read them, from the flow file's folder.
+      if (r.flow) r.errors.push(...(await checkScriptFiles(r.flow, dirname(resolve(file)))));
+      reports.push({ file, ok: r.errors.length === 0, errors: r.errors, warnings: r.warnings });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       reports.push({
