@@ -5,6 +5,13 @@
 const BASELINE = new Map<string | symbol, PropertyDescriptor | undefined>(
   Reflect.ownKeys(Object.prototype).map((k) => [k, Object.getOwnPropertyDescriptor(Object.prototype, k)]),
 );
+// `byNode["toString"].turns += 1` writes onto Object.prototype.toString itself: its own keys too.
+const FUNCTION_KEYS = new Map<string | symbol, number>(
+  Reflect.ownKeys(Object.prototype).flatMap((k) => {
+    const v = Object.getOwnPropertyDescriptor(Object.prototype, k)?.value;
+    return typeof v === 'function' ? [[k, Reflect.ownKeys(v).length] as const] : [];
+  }),
+);
 
 /** Names of properties added to (or changed on) `Object.prototype` since this module loaded. */
 export function pollution(): string[] {
@@ -14,6 +21,11 @@ export function pollution(): string[] {
     const was = BASELINE.get(k);
     if (!was) out.push(String(k));
     else if (now?.value !== was.value || now?.get !== was.get || now?.set !== was.set) out.push(String(k));
+  }
+  for (const [k, n] of FUNCTION_KEYS) {
+    const v = Object.getOwnPropertyDescriptor(Object.prototype, k)?.value;
+    if (typeof v === 'function' && Reflect.ownKeys(v).length !== n)
+      out.push(`Object.prototype.${String(k)}: ${Reflect.ownKeys(v).map(String).join(', ')}`);
   }
   if (Object.getPrototypeOf(Object.prototype) !== null) out.push('[[Prototype]] of Object.prototype');
   return out;
