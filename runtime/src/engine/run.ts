@@ -248,7 +248,7 @@ export class Run {
       resolveEnv: (v) => {
         if (v === undefined) return undefined;
         const m = /^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(v);
-        return m ? env[m[1]!] : v;
+        return m ? ownValue(env, m[1]!) : v;
       },
     };
     if (this.options.baseDir !== undefined) ctx.baseDir = this.options.baseDir;

@@ -3,7 +3,7 @@
  * a secret: it names a variable, and the value is looked up only when a server starts.
  */
 
-import { dict } from '@switchboard/schemas/core';
+import { dict, ownValue } from '@switchboard/schemas/core';
 import { McpHostError } from './errors.js';
 
 const REF = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -15,7 +15,8 @@ export function resolveEnvRefs(
   where: string,
 ): string {
   return value.replace(REF, (_m, name: string) => {
-    const v = env[name];
+    // Own variables only: `${env:constructor}` must not find Object.prototype's.
+    const v = ownValue(env, name);
     if (v === undefined)
       throw new McpHostError('mcp.env-missing', `${where}: the environment variable ${name} is not set`);
     return v;
