@@ -23,6 +23,7 @@ export const PROBLEM_CODES = {
   'unknown-kind': 'No node kind of this name is registered',
   // Graph.
   'duplicate-id': 'Two nodes or edges share an id',
+  'reserved-id': 'Ids and names must not be __proto__, constructor or prototype',
   'dangling-edge': 'The edge points at a node that does not exist',
   'illegal-edge': 'This kind of edge cannot join these two kinds of node',
   'self-loop': 'An edge joins a node to itself',
@@ -41,6 +42,11 @@ export const PROBLEM_CODES = {
   'unknown-model': 'The model reference does not name an entry of `models`',
   'unknown-server': 'The MCP server reference does not name an entry of `mcpServers`',
   'unknown-node-ref': 'The reference does not name a node or edge of this flow',
+  // Files.
+  'script-file-path':
+    'A scriptFile must be a relative path inside the flow’s folder (the server’s: <data>/scripts/)',
+  'script-file':
+    'The scriptFile cannot be used (it must be a regular JSON file inside the folder, within the size limit)',
   // Secrets and hidden text.
   'env-not-allowed': 'An ${env:…} reference is only allowed where a secret may stand',
   'literal-secret': 'This looks like a literal secret (an API key or token); use ${env:NAME}',

@@ -13,5 +13,7 @@ export * from './json-schema.js';
 export * from './kinds.js';
 export * from './limits.js';
 export * from './migrate.js';
+export * from './names.js';
 export * from './parse.js';
+export * from './script-path.js';
 export * from './serialize.js';

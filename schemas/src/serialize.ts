@@ -4,6 +4,7 @@
  * write through this, so the same document always has the same bytes.
  */
 import type { Flow } from './flow.js';
+import { setOwn } from './names.js';
 
 const FLOW_ORDER = [
   '$schema',
@@ -22,9 +23,10 @@ const NODE_ORDER = ['id', 'kind', 'parent', 'label', 'position', 'size', 'config
 const EDGE_ORDER = ['id', 'kind', 'source', 'target', 'sourceHandle', 'targetHandle', 'label', 'config'];
 
 function ordered(obj: Record<string, unknown>, order: string[]): Record<string, unknown> {
+  // An ordinary object (a canonical flow may go into a shared document), keys set as own properties.
   const out: Record<string, unknown> = {};
-  for (const k of order) if (obj[k] !== undefined) out[k] = obj[k];
-  for (const k of Object.keys(obj)) if (!order.includes(k) && obj[k] !== undefined) out[k] = obj[k];
+  for (const k of order) if (Object.hasOwn(obj, k) && obj[k] !== undefined) setOwn(out, k, obj[k]);
+  for (const k of Object.keys(obj)) if (!order.includes(k) && obj[k] !== undefined) setOwn(out, k, obj[k]);
   return out;
 }
 

@@ -29,7 +29,9 @@ import { type IdsAt, inspectDocument } from './inspect.js';
 import { checkConnection, DEFAULT_DECIDER_ROUTES, type KindCatalog, type KindInfo } from './kinds.js';
 import { MAX_ID_LENGTH } from './limits.js';
 import { type Migration, migrateFlow } from './migrate.js';
+import { isReservedName } from './names.js';
 import { DEFAULT_LIMITS, type ParseLimits, parseJsonBounded } from './parse.js';
+import { scriptPathRule } from './script-path.js';
 import { savedFlowBytes } from './serialize.js';
 
 export interface ValidateOptions {
@@ -173,6 +175,10 @@ export function validateFlow(doc: unknown, options: ValidateOptions): Validation
     c.error(problem('too-large', '', `${bytes} bytes as saved, limit ${maxBytes}`));
     return done();
   }
+  // Names that reach a prototype are refused wherever the document names something, before the
+  // schema: the engine and the stores look these up (in Maps and null-prototype tables, but an id
+  // must stay usable as a key anywhere, e.g. by a host or a script reading the flow).
+  reservedIds(raw, c, ids);
 
   // Schema, piece by piece so the error cap also caps the work.
   let schemaOk = check(FlowShell, raw, '', 'schema', c, ids);
@@ -217,6 +223,47 @@ export function validateFlowText(text: string | Uint8Array, options: ValidateOpt
   const r = validateFlow(parsed.value, options);
   r.warnings.unshift(...parsed.warnings);
   return r;
+}
+
+/** Fields that hold an id or a name: on the document, each node, each edge, each model. */
+const ID_FIELDS = {
+  flow: ['id'],
+  node: ['id', 'parent'],
+  edge: ['id', 'source', 'target'],
+  model: ['model'],
+};
+
+function reservedIds(raw: Record<string, unknown>, c: Collector, ids: IdsAt): void {
+  const at = (path: string, v: unknown) => {
+    if (isReservedName(v)) c.error(problem('reserved-id', path, quote(v as string), ids(path)));
+  };
+  for (const f of ID_FIELDS.flow) at(pointer(f), raw[f]);
+  const list = (key: 'nodes' | 'edges', fields: string[]) => {
+    const items = raw[key];
+    if (!Array.isArray(items)) return;
+    items.forEach((item, i) => {
+      if (!isObject(item)) return;
+      for (const f of fields) if (Object.hasOwn(item, f)) at(`/${key}/${i}/${f}`, item[f]);
+      // A delegate edge names the tool its target becomes.
+      const cfg = item.config;
+      if (key === 'edges' && isObject(cfg) && Object.hasOwn(cfg, 'toolName'))
+        at(`/edges/${i}/config/toolName`, cfg.toolName);
+    });
+  };
+  list('nodes', ID_FIELDS.node);
+  list('edges', ID_FIELDS.edge);
+  if (isObject(raw.models))
+    for (const [name, m] of Object.entries(raw.models)) {
+      if (!isObject(m)) continue;
+      if (Object.hasOwn(m, 'model')) at(pointer('models', name, 'model'), m.model);
+      // Checked here, so a REST write, a room save and `switchboard validate` all refuse it.
+      const file = m.scriptFile;
+      const rule = typeof file === 'string' ? scriptPathRule(file) : undefined;
+      if (rule)
+        c.error(
+          problem('script-file-path', pointer('models', name, 'scriptFile'), `${quote(file)}: ${rule}`),
+        );
+    }
 }
 
 function unknownKind(kind: string, kinds: KindCatalog): string {

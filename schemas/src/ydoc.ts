@@ -20,6 +20,7 @@
  */
 import * as Y from 'yjs';
 import type { Flow, FlowEdgeT, FlowNodeT } from './flow.js';
+import { setOwn } from './names.js';
 
 /** Origin of loading a whole document (import, template, restore, a room's load); never undoable. */
 export const LOAD = Symbol('switchboard-load');
@@ -73,9 +74,30 @@ export function assertRepresentable(doc: unknown): asserts doc is Flow {
   }
 }
 
+// Keys read from a shared document are set as own properties (`setOwn`): a peer's key `__proto__`
+// must stay a key (which the validator then refuses), never become the object's prototype. The
+// objects stay ordinary ones, because they go back into Yjs, which refuses null-prototype values.
 function yMapToObject(m: Y.Map<unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of m.entries()) out[k] = v instanceof Y.Map ? yMapToObject(v) : v;
+  for (const [k, v] of m.entries()) setOwn(out, k, v instanceof Y.Map ? yMapToObject(v) : plainData(v));
+  return out;
+}
+
+/**
+ * A JSON value from the document, rebuilt from its own keys. lib0 decodes
+ * a peer's object with `obj[key] = …`, so a key `__proto__` arrives as the object's prototype
+ * rather than as a key: it is put back as an own `__proto__` key, which the validator refuses
+ * (`reserved-key`), instead of its fields being read as if they were the object's own.
+ */
+function plainData(v: unknown, depth = 0): unknown {
+  if (v === null || typeof v !== 'object' || depth > 256) return v;
+  // Shared types (a Y.Text field) and binary content are not JSON objects: left as they are.
+  if (v instanceof Uint8Array || v instanceof Y.AbstractType) return v;
+  if (Array.isArray(v)) return v.map((x) => plainData(x, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) setOwn(out, k, plainData(x, depth + 1));
+  const proto: unknown = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) setOwn(out, '__proto__', plainData(proto, depth + 1));
   return out;
 }
 
@@ -106,9 +128,10 @@ export function edgeToYMap(edge: FlowEdgeT): Y.Map<unknown> {
 function readItem(id: string, m: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = { id };
   if (m instanceof Y.Map) {
-    for (const [k, v] of m.entries()) if (k !== 'id') out[k] = v instanceof Y.Map ? yMapToObject(v) : v;
+    for (const [k, v] of m.entries())
+      if (k !== 'id') setOwn(out, k, v instanceof Y.Map ? yMapToObject(v) : plainData(v));
   } else if (isPlainObject(m)) {
-    for (const [k, v] of Object.entries(m)) if (k !== 'id') out[k] = v;
+    for (const [k, v] of Object.entries(m)) if (k !== 'id') setOwn(out, k, plainData(v));
   }
   return out;
 }
@@ -176,7 +199,7 @@ export function flowToDoc(flow: unknown): Y.Doc {
 export function docToFlow(doc: Y.Doc): Flow {
   const p = parts(doc);
   const out: Record<string, unknown> = {};
-  for (const [k, v] of p.meta.entries()) out[k] = v;
+  for (const [k, v] of p.meta.entries()) setOwn(out, k, plainData(v));
   out.nodes = orderedIds(p.nodes, p.nodeOrder).map((id) => readNode(id, p.nodes.get(id)!));
   out.edges = orderedIds(p.edges, p.edgeOrder).map((id) => readEdge(id, p.edges.get(id)!));
   return out as unknown as Flow;

@@ -48,7 +48,11 @@ function getPath(obj: Record<string, unknown>, path: string[]): unknown {
 function setPath(obj: Record<string, unknown>, path: string[], value: unknown): void {
   let cur: Record<string, unknown> = obj;
   for (const k of path.slice(0, -1)) cur = cur[k] as Record<string, unknown>;
-  cur[path[path.length - 1]!] = value;
+  // Paths come from kinds' reference declarations, but the config is a peer's data: never let a
+  // key reach a prototype.
+  const last = path[path.length - 1]!;
+  if (!Object.hasOwn(cur, last)) return;
+  Object.defineProperty(cur, last, { value, writable: true, enumerable: true, configurable: true });
 }
 
 function remapRefs(

@@ -3,6 +3,7 @@
  * that one user action is one undo step and a remote peer sees it atomically.
  */
 import type { FlowEdgeT, FlowNodeT, PositionT } from '@switchboard/schemas';
+import { setOwn } from '@switchboard/schemas/core';
 import type * as Y from 'yjs';
 import { edgeToYMap, isPlainObject, LOCAL, nodeToYMap, parts } from './flowDoc.js';
 
@@ -72,9 +73,10 @@ export function setConfigValue(
   const owner = 'node' in target ? p.nodes.get(target.node) : p.edges.get(target.edge);
   if (!owner) return;
   // A new object with the key replaced in place: key order stays as it was.
+  // An ordinary object (Yjs refuses null-prototype values), the key set as an own property.
   const next: Record<string, unknown> = { ...readConfig(owner) };
-  if (value === undefined) delete next[key];
-  else next[key] = value;
+  if (value === undefined) Reflect.deleteProperty(next, key);
+  else setOwn(next, key, value);
   doc.transact(() => owner.set('config', next), LOCAL);
 }
 

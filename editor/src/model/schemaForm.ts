@@ -2,6 +2,8 @@
  * Reads a kind's TypeBox config schema (plain JSON Schema underneath) and decides which widget
  * edits each field, so that the inspector form follows any registered kind with no editor change.
  */
+
+import { setOwn } from '@switchboard/schemas/core';
 import { isTemplateField } from './templateVars.js';
 
 export type JsonSchema = Record<string, unknown> & {
@@ -111,7 +113,7 @@ export function initialValue(s: JsonSchema): unknown {
       return [];
     case 'object': {
       const out: Record<string, unknown> = {};
-      for (const f of fieldsOf(s)) if (f.required) out[f.key] = initialValue(f.schema);
+      for (const f of fieldsOf(s)) if (f.required) setOwn(out, f.key, initialValue(f.schema));
       return out;
     }
     default:

@@ -14,6 +14,7 @@
  * applies the new ones, and shows exactly what the server's log holds.
  */
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
+import { setOwn } from '@switchboard/schemas/core';
 import { ApiError, type FlowApi, type RunCommandBody } from '../model/api.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { RunState } from '../store/runState.js';
@@ -37,7 +38,11 @@ export function withPace(flow: Flow, latencyMs: number): Flow {
   const models: Record<string, unknown> = {};
   for (const [name, m] of Object.entries(flow.models)) {
     const cfg = m as { provider?: string; latencyMs?: number };
-    models[name] = cfg.provider === 'scripted' && cfg.latencyMs === undefined ? { ...cfg, latencyMs } : cfg;
+    setOwn(
+      models,
+      name,
+      cfg.provider === 'scripted' && cfg.latencyMs === undefined ? { ...cfg, latencyMs } : cfg,
+    );
   }
   return { ...flow, models: models as Flow['models'] };
 }

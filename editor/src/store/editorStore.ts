@@ -7,7 +7,14 @@
  */
 import type { KindRegistry, NodeKindDefinition } from '@switchboard/nodes';
 import { validate } from '@switchboard/nodes';
-import { type Flow, type FlowEdgeT, type FlowNodeT, type Problem, serializeFlow } from '@switchboard/schemas';
+import {
+  dict,
+  type Flow,
+  type FlowEdgeT,
+  type FlowNodeT,
+  type Problem,
+  serializeFlow,
+} from '@switchboard/schemas';
 import type { Edge, MarkerType, Node } from '@xyflow/react';
 import * as Y from 'yjs';
 import { type ConcurrentAddWatch, watchConcurrentAdds } from '../collab/concurrentAdds.js';
@@ -679,7 +686,7 @@ export class EditorStore {
    */
   commitDrag(ids: string[]): void {
     const dragged = new Set(ids.filter((id) => this.p.nodes.has(id)));
-    const patches: Record<string, NodePatch> = {};
+    const patches = dict<NodePatch>();
     for (const id of dragged) {
       const current = this.nodeCache.get(id)?.parent;
       if (current && dragged.has(current)) {
@@ -726,11 +733,10 @@ export class EditorStore {
       delete ui.size;
       delete ui.position;
     }
-    const patches: Record<string, NodePatch> = {
-      [id]: {
-        position: { x: ROUND(box.x), y: ROUND(box.y) },
-        size: { width: ROUND(box.width), height: ROUND(box.height) },
-      },
+    const patches = dict<NodePatch>();
+    patches[id] = {
+      position: { x: ROUND(box.x), y: ROUND(box.y) },
+      size: { width: ROUND(box.width), height: ROUND(box.height) },
     };
     // Resizing from the top or left moves the members so they stay put on the canvas.
     for (const [child, entry] of this.nodeCache) {
@@ -850,7 +856,7 @@ export class EditorStore {
 
   /** Writes positions (and team sizes) computed by auto-layout, as one undo step. */
   applyLayout(boxes: Map<string, { x: number; y: number; width?: number; height?: number }>): void {
-    const patches: Record<string, NodePatch> = {};
+    const patches = dict<NodePatch>();
     for (const [id, b] of boxes) {
       if (!this.p.nodes.has(id)) continue;
       const patch: NodePatch = { position: { x: ROUND(b.x), y: ROUND(b.y) } };

@@ -2,7 +2,7 @@
  * Flow settings: name, description, models, MCP servers and budgets. A secret can only be an
  * `${env:NAME}` reference: anything else typed into a secret field is refused and never stored.
  */
-import { Budgets, type McpServerConfigT, type ModelConfigT } from '@switchboard/schemas';
+import { Budgets, type McpServerConfigT, type ModelConfigT, setOwn } from '@switchboard/schemas';
 import { useId, useState } from 'react';
 import type { JsonSchema } from '../model/schemaForm.js';
 import { useDocVersion, useEditor } from './context.js';
@@ -95,8 +95,10 @@ export function SecretField(props: {
 }
 
 function renameKey<T>(obj: Record<string, T>, from: string, to: string): Record<string, T> {
+  // Ordinary objects, keys as own properties: these go into the shared document (Yjs refuses
+  // null-prototype values).
   const out: Record<string, T> = {};
-  for (const [k, v] of Object.entries(obj)) out[k === from ? to : k] = v;
+  for (const [k, v] of Object.entries(obj)) setOwn(out, k === from ? to : k, v);
   return out;
 }
 
@@ -137,7 +139,7 @@ function ModelsEditor() {
   const set = (next: Record<string, ModelConfigT>, typing = false) => store.setMeta('models', next, typing);
   const patch = (name: string, p: Partial<ModelConfigT>, typing = false) => {
     const m: Record<string, unknown> = { ...models[name], ...p };
-    for (const k of Object.keys(m)) if (m[k] === undefined) delete m[k];
+    for (const k of Object.keys(m)) if (m[k] === undefined) Reflect.deleteProperty(m, k);
     set({ ...models, [name]: m as ModelConfigT }, typing);
   };
   return (
@@ -414,7 +416,7 @@ export function FlowSettings() {
           refs={NO_REFS}
           onKeyChange={(k, v, typing) => {
             const b: Record<string, unknown> = { ...((store.meta('budgets') ?? {}) as object), [k]: v };
-            if (v === undefined) delete b[k];
+            if (v === undefined) Reflect.deleteProperty(b, k);
             store.setMeta('budgets', Object.keys(b).length ? b : undefined, typing);
           }}
         />

@@ -3,6 +3,8 @@
  * schema). Fields that the kind declares as model, MCP server or node references become pickers
  * fed by the flow, so a reference can only name something that exists.
  */
+
+import { setOwn } from '@switchboard/schemas/core';
 import { useId } from 'react';
 import { fieldsOf, initialValue, type JsonSchema, widgetFor } from '../model/schemaForm.js';
 import { Help, JsonEditor, StringListEditor, TemplateEditor } from './fields.js';
@@ -27,7 +29,7 @@ const tid = (path: string) => `cfg-${path.replace(/\./g, '-')}`;
 
 function clean(obj: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(obj)) if (v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(obj)) if (v !== undefined) setOwn(out, k, v);
   return out;
 }
 

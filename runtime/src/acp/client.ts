@@ -25,6 +25,7 @@ import {
   type RequestPermissionResponse,
   type SessionNotification,
 } from '@agentclientprotocol/sdk';
+import { dict } from '@switchboard/schemas/core';
 
 export interface AcpAgentConfig {
   command: string;
@@ -84,12 +85,12 @@ export class AcpError extends Error {
 const INHERITED = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'TEMP', 'TMP', 'SYSTEMROOT', 'USERPROFILE'];
 
 export function minimalEnv(extra: Record<string, string> = {}): Record<string, string> {
-  const env: Record<string, string> = {};
+  const env = dict<string>();
   for (const name of INHERITED) {
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
   }
-  return { ...env, ...extra };
+  return dict([...Object.entries(env), ...Object.entries(extra)]);
 }
 
 interface Turn {

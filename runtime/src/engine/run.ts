@@ -44,6 +44,7 @@ import {
   threadView,
 } from '@switchboard/nodes/core';
 import type { EventError, Flow, RunEvent } from '@switchboard/schemas';
+import { dict, ownValue } from '@switchboard/schemas/core';
 import { defaultModelFactory } from '../models/factory.js';
 import {
   ModelError,
@@ -63,6 +64,7 @@ import {
   type Cursor,
   newRunData,
   type RunData,
+  restoreRunData,
   rootScope,
   type Scope,
 } from './state.js';
@@ -199,7 +201,8 @@ export class Run {
           `the checkpoint belongs to flow "${options.resume.flowId}", not "${flow.id}"`,
         );
       this.seq = options.resume.seq;
-      this.top = { runId: this.runId, data: cp.data, depth: 0, state: new StateView(cp.data) };
+      const data = restoreRunData(cp.data);
+      this.top = { runId: this.runId, data, depth: 0, state: new StateView(data) };
       this.root = cp.root;
       if (cp.breakpoints?.length) this.breakpoints = new Set(cp.breakpoints);
       const answers = new Map<string, string[]>();
@@ -215,14 +218,14 @@ export class Run {
       const config = flow.models[name]!;
       const given = options.models;
       let p: ModelProvider | undefined;
-      if (given && typeof given !== 'function') p = given[name];
+      if (given && typeof given !== 'function') p = ownValue(given, name);
       else {
         fctx ??= this.factoryCtx();
         p = given ? given(name, config, fctx) : defaultModelFactory(name, config, fctx);
       }
       if (!p) continue;
       if (p.scripted) this.scripted = true;
-      const snap = cp?.providers?.[name];
+      const snap = ownValue(cp?.providers, name);
       const restorable = p as unknown as { restore?: (s: unknown) => void };
       if (snap !== undefined && typeof restorable.restore === 'function') restorable.restore(snap);
       this.providers.set(name, p);
@@ -245,7 +248,7 @@ export class Run {
       resolveEnv: (v) => {
         if (v === undefined) return undefined;
         const m = /^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(v);
-        return m ? env[m[1]!] : v;
+        return m ? ownValue(env, m[1]!) : v;
       },
     };
     if (this.options.baseDir !== undefined) ctx.baseDir = this.options.baseDir;
@@ -610,7 +613,7 @@ export class Run {
 
   /** The run's position as plain data; valid until the next turn, so hosts serialise it at once. */
   snapshot(): RunCheckpoint {
-    const providers: Record<string, unknown> = {};
+    const providers = dict<unknown>();
     for (const [name, p] of this.providers) {
       const s = p as unknown as { snapshot?: () => unknown };
       if (typeof s.snapshot === 'function') providers[name] = s.snapshot();
@@ -1021,7 +1024,7 @@ export class Run {
       const l = this.pendingAnswers.get(key);
       if (l && l.length > 0) return l.shift();
     }
-    const given = this.options.answers?.[nodeId];
+    const given = ownValue(this.options.answers, nodeId);
     if (given === undefined) return undefined;
     if (typeof given === 'string') return given;
     const pos = cx.data.answerPos[nodeId] ?? 0;
@@ -1707,7 +1710,7 @@ export class Run {
       package_ = s ? `Summary so far:\n${s.text}` : '';
     } else if (ctxMode === 'state') {
       const keys = c.context?.keys ?? [];
-      const picked: Record<string, unknown> = {};
+      const picked = dict<unknown>();
       for (const k of keys) picked[k] = getPath(d.state, k) ?? null;
       package_ = `State:\n${JSON.stringify(picked)}`;
     }
@@ -1995,7 +1998,7 @@ export class NodeCtx implements NodeContext {
     return {
       get: (key: string) => d.memo[id]?.[key],
       set: (key: string, value: unknown) => {
-        d.memo[id] ??= {};
+        d.memo[id] ??= dict();
         d.memo[id][key] = value;
       },
     };

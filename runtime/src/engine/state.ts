@@ -4,6 +4,7 @@
  * branch), each with an explicit stack of team scopes — no JS call stack is part of the state.
  */
 import type { InboxItem, Message, Summary } from '@switchboard/nodes';
+import { type Dict, dict } from '@switchboard/schemas/core';
 
 export type ScopeMode = 'root' | 'handover' | 'groupChat' | 'fsm';
 
@@ -50,9 +51,9 @@ export interface RunCounters {
   tokens: number;
   promptTokens: number;
   completionTokens: number;
-  failures: Record<string, number>;
-  byNode: Record<string, NodeUsage>;
-  byModel: Record<string, NodeUsage>;
+  failures: Dict<number>;
+  byNode: Dict<NodeUsage>;
+  byModel: Dict<NodeUsage>;
 }
 
 export interface RunData {
@@ -60,23 +61,23 @@ export interface RunData {
   task: string;
   transcript: Message[];
   msgSeq: number;
-  inbox: Record<string, InboxItem[]>;
+  inbox: Dict<InboxItem[]>;
   inboxOrder: number;
   /** Thread memory: seqs each tracked node sees (its own messages and what was handed to it). */
-  threads: Record<string, number[]>;
+  threads: Dict<number[]>;
   /** Handover context: messages before this seq are hidden from the node. */
-  floors: Record<string, number>;
+  floors: Dict<number>;
   /** Latest summary per summarizer observer. */
-  summaries: Record<string, Summary>;
+  summaries: Dict<Summary>;
   /** Private memory per node (round-robin positions). */
-  memo: Record<string, Record<string, unknown>>;
+  memo: Dict<Dict<unknown>>;
   mic?: string;
-  state: Record<string, unknown>;
+  state: Dict<unknown>;
   counters: RunCounters;
   /** Position in `options.answers` lists per human node. */
-  answerPos: Record<string, number>;
+  answerPos: Dict<number>;
   /** Message timestamps per author within the last minute (guard rate limits). */
-  recent: Record<string, number[]>;
+  recent: Dict<number[]>;
   output?: unknown;
   hasOutput?: boolean;
 }
@@ -86,7 +87,7 @@ export interface CheckpointData {
   root: Cursor;
   data: RunData;
   /** Scripted providers' positions, by model name. */
-  providers: Record<string, unknown>;
+  providers: Dict<unknown>;
   /** Node ids to pause before: a resumed run stops where its operator asked it to. */
   breakpoints?: string[];
   /** Answers sent before their human node asked, by node id (or '*'). */
@@ -108,31 +109,60 @@ export function newCounters(): RunCounters {
     tokens: 0,
     promptTokens: 0,
     completionTokens: 0,
-    failures: {},
-    byNode: {},
-    byModel: {},
+    failures: dict(),
+    byNode: dict(),
+    byModel: dict(),
   };
 }
 
 export function newRunData(
   input: unknown,
-  shared?: { counters: RunCounters; state: Record<string, unknown> },
+  shared?: { counters: RunCounters; state: Dict<unknown> },
 ): RunData {
   return {
     input,
     task: inputText(input),
     transcript: [],
     msgSeq: 0,
-    inbox: {},
+    inbox: dict(),
     inboxOrder: 0,
-    threads: {},
-    floors: {},
-    summaries: {},
-    memo: {},
-    state: shared?.state ?? {},
+    threads: dict(),
+    floors: dict(),
+    summaries: dict(),
+    memo: dict(),
+    state: shared?.state ?? dict(),
     counters: shared?.counters ?? newCounters(),
-    answerPos: {},
-    recent: {},
+    answerPos: dict(),
+    recent: dict(),
+  };
+}
+
+/**
+ * Run data read back from a checkpoint (parsed JSON) with every table keyed by node ids, model
+ * names or state keys turned into a null-prototype object, as `newRunData` makes them: a key
+ * such as `__proto__` that a later write adds must stay an ordinary key.
+ */
+export function restoreRunData(d: RunData): RunData {
+  const c = d.counters;
+  const counters: RunCounters = {
+    ...c,
+    failures: dict(c.failures),
+    byNode: dict(c.byNode),
+    byModel: dict(c.byModel),
+  };
+  const memo = dict<Dict<unknown>>();
+  for (const [k, v] of Object.entries(d.memo ?? {})) memo[k] = dict(v);
+  return {
+    ...d,
+    inbox: dict(d.inbox),
+    threads: dict(d.threads),
+    floors: dict(d.floors),
+    summaries: dict(d.summaries),
+    memo,
+    state: dict(d.state),
+    counters,
+    answerPos: dict(d.answerPos),
+    recent: dict(d.recent),
   };
 }
 

@@ -4,6 +4,7 @@
  * is what the trust file records, so any change to any part needs a new approval.
  */
 import { createHash } from 'node:crypto';
+import { dict } from '@switchboard/schemas/core';
 import { CODE_LOADING_ENV } from './env.js';
 
 export interface CommandLine {
@@ -20,7 +21,7 @@ export function commandLineOf(cfg: {
   env?: Record<string, string>;
   cwd?: string;
 }): CommandLine {
-  const env: Record<string, string> = {};
+  const env = dict<string>();
   for (const k of Object.keys(cfg.env ?? {}).sort()) env[k] = cfg.env![k]!;
   return { command: cfg.command, args: [...(cfg.args ?? [])], env, ...(cfg.cwd ? { cwd: cfg.cwd } : {}) };
 }

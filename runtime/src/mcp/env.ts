@@ -2,6 +2,8 @@
  * `${env:NAME}` references and the minimal environment of spawned processes. A flow never holds
  * a secret: it names a variable, and the value is looked up only when a server starts.
  */
+
+import { dict, ownValue } from '@switchboard/schemas/core';
 import { McpHostError } from './errors.js';
 
 const REF = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -13,7 +15,8 @@ export function resolveEnvRefs(
   where: string,
 ): string {
   return value.replace(REF, (_m, name: string) => {
-    const v = env[name];
+    // Own variables only: `${env:constructor}` must not find Object.prototype's.
+    const v = ownValue(env, name);
     if (v === undefined)
       throw new McpHostError('mcp.env-missing', `${where}: the environment variable ${name} is not set`);
     return v;
@@ -32,7 +35,7 @@ export function envRefsIn(value: string): string[] {
 export const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'TERM'];
 
 export function minimalEnv(source: Record<string, string | undefined> = process.env): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out = dict<string>();
   for (const k of INHERITED_ENV) {
     const v = source[k];
     // A value starting with "()" is a shell function export, never needed by a tool server.

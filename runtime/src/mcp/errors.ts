@@ -13,6 +13,7 @@ export type McpErrorCode =
   | 'mcp.tool-disabled'
   | 'mcp.tool-unknown'
   | 'mcp.path-refused'
+  | 'mcp.root-refused'
   | 'mcp.command-refused';
 
 export class McpHostError extends Error {

@@ -7,6 +7,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { type Dict, dict } from '@switchboard/schemas/core';
 import { type CommandLine, fingerprintOf, formatCommandLine } from './command-line.js';
 import { McpHostError } from './errors.js';
 
@@ -25,9 +26,9 @@ export interface ToolPin {
 
 export interface TrustData {
   version: 1;
-  commands: Record<string, ApprovedCommand>;
-  /** serverKey → tool name → pin. */
-  pins: Record<string, Record<string, ToolPin>>;
+  commands: Dict<ApprovedCommand>;
+  /** serverKey → tool name → pin (tool names come from MCP servers: null-prototype tables). */
+  pins: Dict<Dict<ToolPin>>;
 }
 
 /** Where the trust file lives unless a path is given. */
@@ -36,7 +37,7 @@ export function defaultTrustPath(env: Record<string, string | undefined> = proce
   return join(home, 'trust.json');
 }
 
-const empty = (): TrustData => ({ version: 1, commands: {}, pins: {} });
+const empty = (): TrustData => ({ version: 1, commands: dict(), pins: dict() });
 
 export class TrustStore {
   readonly path: string;
@@ -65,7 +66,9 @@ export class TrustStore {
     const d = data as Partial<TrustData>;
     if (!d || typeof d !== 'object' || d.version !== 1)
       throw new McpHostError('mcp.bad-config', `${this.path}: unknown trust file version`);
-    return { version: 1, commands: d.commands ?? {}, pins: d.pins ?? {} };
+    const pins = dict<Dict<ToolPin>>();
+    for (const [server, list] of Object.entries(d.pins ?? {})) pins[server] = dict(list);
+    return { version: 1, commands: dict(d.commands ?? {}), pins };
   }
 
   private write(data: TrustData): void {
@@ -123,7 +126,7 @@ export class TrustStore {
 
   setPin(serverKey: string, tool: string, hash: string): void {
     this.update((d) => {
-      const pins = Object.hasOwn(d.pins, serverKey) ? d.pins[serverKey]! : {};
+      const pins = Object.hasOwn(d.pins, serverKey) ? d.pins[serverKey]! : dict<ToolPin>();
       pins[tool] = { hash, approvedAt: new Date().toISOString() };
       d.pins[serverKey] = pins;
     });

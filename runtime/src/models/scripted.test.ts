@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultModelFactory } from './factory.js';
-import { createScriptedProvider, parseScript, ScriptedProvider } from './scripted.js';
+import {
+  createScriptedProvider,
+  type FileScriptedProvider,
+  parseScript,
+  ScriptedProvider,
+} from './scripted.js';
 import { ModelError, type ModelRequest } from './types.js';
 
 const req = (nodeId: string, extra: Partial<ModelRequest> = {}): ModelRequest => ({
@@ -105,19 +110,32 @@ describe('scripted provider', () => {
     await expect(pending).rejects.toMatchObject({ code: 'cancelled' });
   });
 
-  it('reads a scriptFile relative to the flow directory and names bad entries', () => {
+  it('reads a scriptFile relative to the flow directory (on the first call) and names bad entries', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sb-script-'));
     writeFileSync(join(dir, 'r.json'), JSON.stringify({ script: ['from file'] }));
     const p = createScriptedProvider(
       'm',
       { provider: 'scripted', script: ['inline'], scriptFile: 'r.json' },
       { baseDir: dir },
-    );
-    expect(p.snapshot().served.length).toBe(2);
+    ) as FileScriptedProvider;
+    expect((await p.ready()).snapshot().served.length).toBe(2);
+    expect((await p.complete(req('x'))).text).toBe('inline');
+    expect((await p.complete(req('x'))).text).toBe('from file');
     expect(() => parseScript([{ text: 3 }], 'models.m.script')).toThrow('models.m.script[0].text');
+    const missing = createScriptedProvider(
+      'm',
+      { provider: 'scripted', scriptFile: 'nope.json' },
+      { baseDir: dir },
+    );
+    await expect(missing.complete(req('x'))).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(
+        /^models\.m\.scriptFile: "nope\.json" is refused: it cannot be read \(ENOENT\)/,
+      ),
+    });
     expect(() =>
-      createScriptedProvider('m', { provider: 'scripted', scriptFile: 'nope.json' }, { baseDir: dir }),
-    ).toThrow('models.m.scriptFile');
+      createScriptedProvider('m', { provider: 'scripted', scriptFile: '/etc/passwd' }, { baseDir: dir }),
+    ).toThrow(/models\.m\.scriptFile: "\/etc\/passwd" is refused: .*not an absolute path/);
   });
 
   it('the default factory picks scripted, rejects unknown providers', () => {

@@ -39,9 +39,8 @@
  * of scripted agents runs at interpreter speed. With latency, the reply waits on a timer that the
  * request's AbortSignal cancels.
  */
-import { readFileSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
 import type { ModelConfigT } from '@switchboard/schemas';
+import { readScriptFile, ScriptFileError, scriptPathRule } from './script-file.js';
 import {
   ModelError,
   type ModelErrorCode,
@@ -275,7 +274,7 @@ export function createScriptedProvider(
   name: string,
   config: ModelConfigT,
   ctx: Pick<ModelFactoryContext, 'baseDir'>,
-): ScriptedProvider {
+): ScriptedProvider | FileScriptedProvider {
   const opts: { latencyMs?: number; name?: string; model?: string } = { name };
   if (config.latencyMs !== undefined) opts.latencyMs = config.latencyMs;
   if (config.model !== undefined) opts.model = config.model;
@@ -289,17 +288,58 @@ export function createScriptedProvider(
     }
     return new ScriptedProvider(parsed.entries, opts, parsed.index);
   }
-  const entries = parseScript(config.script ?? [], `models.${name}.script`);
-  const file = isAbsolute(config.scriptFile)
-    ? config.scriptFile
-    : resolve(ctx.baseDir ?? process.cwd(), config.scriptFile);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new Error(`models.${name}.scriptFile: cannot read ${file}: ${(e as Error).message}`);
+  const inline = parseScript(config.script ?? [], `models.${name}.script`);
+  const where = `models.${name}.scriptFile`;
+  // Refused by its shape at once; the file is read (confined, asynchronously) on the first call.
+  const shape = scriptPathRule(config.scriptFile);
+  if (shape) throw new ScriptFileError(where, config.scriptFile, shape);
+  const file = config.scriptFile;
+  const load = async () => {
+    const raw = await readScriptFile(where, file, ctx.baseDir ?? process.cwd());
+    const list = Array.isArray(raw) ? raw : (raw as { script?: unknown })?.script;
+    return new ScriptedProvider([...inline, ...parseScript(list, where)], opts);
+  };
+  return new FileScriptedProvider(load);
+}
+
+/**
+ * A scripted provider whose entries come from a file: the file is read on the first call (never
+ * synchronously, never while the run is being built), and a restored position waits for it.
+ */
+export class FileScriptedProvider implements ModelProvider {
+  readonly scripted = true;
+  private loading: Promise<ScriptedProvider> | undefined;
+  private loaded: ScriptedProvider | undefined;
+  private restored: unknown;
+
+  constructor(private readonly load: () => Promise<ScriptedProvider>) {}
+
+  /** Reads the file now (the first call does it anyway); rejects with the file's problem. */
+  ready(): Promise<ScriptedProvider> {
+    this.loading ??= this.load().then((p) => {
+      if (this.restored !== undefined) p.restore(this.restored);
+      this.loaded = p;
+      return p;
+    });
+    return this.loading;
   }
-  const list = Array.isArray(raw) ? raw : (raw as { script?: unknown })?.script;
-  entries.push(...parseScript(list, `models.${name}.scriptFile`));
-  return new ScriptedProvider(entries, opts);
+
+  complete(request: ModelRequest): Promise<ModelResponse> {
+    if (this.loaded) return this.loaded.complete(request);
+    return this.ready().then(
+      (p) => p.complete(request),
+      (e: unknown) => {
+        throw new ModelError('bad_request', (e as Error).message, 0);
+      },
+    );
+  }
+
+  snapshot(): unknown {
+    return this.loaded ? this.loaded.snapshot() : this.restored;
+  }
+
+  restore(s: unknown): void {
+    if (this.loaded) this.loaded.restore(s);
+    else this.restored = s;
+  }
 }

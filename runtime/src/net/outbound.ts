@@ -23,6 +23,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
+import { dict } from '@switchboard/schemas/core';
 import {
   checkUrl,
   checkUrlStatic,
@@ -154,7 +155,7 @@ function sendTo(
   return new Promise((resolve, reject) => {
     const { url } = hop;
     const isIpHost = /^[\d.]+$/.test(url.hostname) || url.hostname.startsWith('[');
-    const headers: Record<string, string | string[]> = {};
+    const headers = dict<string | string[]>();
     hop.headers.forEach((value, name) => {
       headers[name] = value;
     });

@@ -210,7 +210,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   let tools = options.runs?.tools;
   if (!tools) {
     const { createMcpToolHost } = await import('../tools/mcp-host.js');
-    tools = ({ flow }) => createMcpToolHost(flow, { env: env as Record<string, string | undefined> });
+    tools = ({ flow }) =>
+      createMcpToolHost(flow, { env: env as Record<string, string | undefined>, storeDir: store.dir });
   }
 
   // Run events go to the hub once durable, so a client sees nothing that is not stored; to

@@ -21,6 +21,7 @@
  * server's memory by more than that and one batch.
  */
 import { MAX_ID_LENGTH, type RunEvent } from '@switchboard/schemas';
+import { dict } from '@switchboard/schemas/core';
 import type { WebSocket } from 'ws';
 import type { LogLine } from '../store/event-log.js';
 
@@ -420,7 +421,7 @@ export class EventHub {
     if (typeof msg.flowId === 'string') {
       if (!ID_RE.test(msg.flowId)) return this.bad(c, 'bad-message', 'flowId is not a valid id');
       const flowId = msg.flowId;
-      const afterMap: Record<string, number> = {};
+      const afterMap = dict<number>();
       if (msg.after !== undefined) {
         if (!isObj(msg.after)) return this.bad(c, 'bad-message', '"after" must map run ids to seqs');
         for (const [k, v] of Object.entries(msg.after)) {

@@ -7,7 +7,7 @@
  * id back (its saves are refused, its socket is refused), whatever an editor still holds. Only
  * a deliberate REST write of that id (create, replace, import) revives it.
  */
-import type { Flow } from '@switchboard/schemas';
+import type { Dict, Flow } from '@switchboard/schemas';
 import type { Catalog, FlowRecord, FlowTombstone } from '../store/catalog.js';
 import { HttpError } from './errors.js';
 
@@ -34,7 +34,7 @@ export class FlowRecords {
       if (t && typeof t.id === 'string') this.tombstones.set(t.id, t);
   }
 
-  private get flows(): Record<string, FlowRecord> {
+  private get flows(): Dict<FlowRecord> {
     return this.catalog.data.flows;
   }
 

@@ -2,6 +2,8 @@
  * OpenAPI 3.1 document generated from the route schemas, so the docs cannot drift from what
  * the server validates. Served at GET /api/openapi.json.
  */
+
+import { type Dict, dict } from '@switchboard/schemas/core';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 
 interface Collected {
@@ -24,7 +26,7 @@ export function collectRoutes(app: FastifyInstance): () => Record<string, unknow
     }
   });
   return () => {
-    const paths: Record<string, Record<string, unknown>> = {};
+    const paths = dict<Dict<unknown>>();
     for (const r of routes) {
       const path = r.url.replace(/:([A-Za-z]+)/g, '{$1}');
       const s = r.schema;
@@ -48,12 +50,12 @@ export function collectRoutes(app: FastifyInstance): () => Record<string, unknow
       }
       if (params.length) op.parameters = params;
       if (s.body) op.requestBody = { required: true, content: { 'application/json': { schema: s.body } } };
-      const responses: Record<string, unknown> = {};
+      const responses = dict<unknown>();
       for (const [code, schema] of Object.entries((s.response as Record<string, unknown>) ?? {}))
         responses[code] = { description: code, content: { 'application/json': { schema } } };
       responses.default = { description: 'Error: { error: { code, message } }' };
       op.responses = responses;
-      paths[path] ??= {};
+      paths[path] ??= dict();
       paths[path][r.method] = op;
     }
     return {

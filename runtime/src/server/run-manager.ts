@@ -21,6 +21,7 @@ import type {
   RunResult,
   RunStatus,
 } from '../engine/types.js';
+import { serverScriptsDir } from '../models/script-file.js';
 import type { RunRecord } from '../store/catalog.js';
 import { StoreError } from '../store/errors.js';
 import type { EventLog, LogLine } from '../store/event-log.js';
@@ -354,6 +355,8 @@ export class RunManager {
       checkpoint,
       signal: abort.signal,
       dataDir: this.store.runDir(runId),
+      // Scripted models read their scriptFile from <data>/scripts/ only (never the server's cwd).
+      baseDir: serverScriptsDir(this.store.dir),
       humanInput: this.o.humanInput ?? 'wait',
     };
     if (validated) options.validate = false;

@@ -3,7 +3,7 @@
  * with fsync. Writes are serialised and coalesced: while one write is in flight, later saves
  * fold into the next one, so 20 runs changing status at once cost two writes, not twenty.
  */
-import type { Flow } from '@switchboard/schemas';
+import { type Dict, dict, type Flow } from '@switchboard/schemas/core';
 import { Low } from 'lowdb';
 import type { RunStatus } from '../engine/types.js';
 import { DurableJSONFile, removeStaleTemps, type ShapeCheck } from './json-file.js';
@@ -58,15 +58,16 @@ export interface RunRecord {
 export interface CatalogData {
   format: typeof CATALOG_FORMAT;
   version: number;
-  flows: Record<string, FlowRecord>;
-  runs: Record<string, RunRecord>;
-  settings: Record<string, unknown>;
+  /** Null-prototype tables (`dict()`): ids come from requests, and `runs["__proto__"]` must be nothing. */
+  flows: Dict<FlowRecord>;
+  runs: Dict<RunRecord>;
+  settings: Dict<unknown>;
   /** Deleted flows, oldest first (absent in catalogs written before deletes were remembered). */
   deletedFlows?: FlowTombstone[];
 }
 
 export function emptyCatalog(): CatalogData {
-  return { format: CATALOG_FORMAT, version: CATALOG_VERSION, flows: {}, runs: {}, settings: {} };
+  return { format: CATALOG_FORMAT, version: CATALOG_VERSION, flows: dict(), runs: dict(), settings: dict() };
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
@@ -125,7 +126,12 @@ export const checkCatalog: ShapeCheck<CatalogData> = (v) => {
         message: 'expected { id, flowId, status, lastSeq, counters, … }',
       };
   }
-  return { ok: true, value: v as unknown as CatalogData };
+  // Parsed JSON has Object.prototype: the tables become null-prototype, as `emptyCatalog` makes them.
+  const data = v as unknown as CatalogData;
+  return {
+    ok: true,
+    value: { ...data, flows: dict(data.flows), runs: dict(data.runs), settings: dict(data.settings) },
+  };
 };
 
 export class Catalog {

@@ -13,6 +13,7 @@ import { closeSync, fdatasyncSync, mkdirSync, openSync } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
+import { isReservedName } from '@switchboard/schemas/core';
 import type { RunCheckpoint } from '../engine/types.js';
 import { fsyncDir } from './atomic.js';
 import { Catalog } from './catalog.js';
@@ -92,7 +93,8 @@ export class Store {
   }
 
   runDir(runId: string): string {
-    if (!RUN_ID_RE.test(runId)) throw new StoreError('io', `not a valid run id: ${JSON.stringify(runId)}`);
+    if (!RUN_ID_RE.test(runId) || isReservedName(runId))
+      throw new StoreError('io', `not a valid run id: ${JSON.stringify(runId)}`);
     return join(this.dir, 'runs', runId);
   }
 

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Flow, FlowEdgeT, FlowNodeT } from '@switchboard/schemas';
+import { dict } from '@switchboard/schemas/core';
 import { createBuiltinServer } from '../mcp/builtin/index.js';
 import { commandLineOf, fingerprintOf, formatCommandLine } from '../mcp/command-line.js';
 import type { McpConnection, ServerSpec } from '../mcp/connection.js';
@@ -37,6 +38,8 @@ export interface McpToolHostOptions {
   outboundPolicy?: OutboundPolicy;
   /** Absolute roots the `filesystem` built-in may be given. */
   allowedRoots?: string[];
+  /** The server's data directory: no built-in root may contain it or reach into it beyond the run's folder. */
+  storeDir?: string;
   /** Per-call timeout when the tool node sets none. Default 30 000 ms. */
   defaultTimeoutMs?: number;
   /** Largest text given back to a model per call. Default 100 000 characters. */
@@ -142,10 +145,10 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
   function specOf(name: string, cfg: ServerCfg, run: RunState): ServerSpec {
     const where = `mcpServers.${name}`;
     if ('command' in cfg) {
-      const resolvedEnv: Record<string, string> = {};
+      const resolvedEnv = dict<string>();
       for (const [k, v] of Object.entries(cfg.env ?? {}))
         resolvedEnv[k] = resolveEnvRefs(v, env, `${where}.env.${k}`);
-      const childEnv = { ...minimalEnv(), ...resolvedEnv };
+      const childEnv = dict([...Object.entries(minimalEnv()), ...Object.entries(resolvedEnv)]);
       const cwd = cfg.cwd
         ? isAbsolute(cfg.cwd)
           ? cfg.cwd
@@ -165,7 +168,7 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
     if ('url' in cfg) {
       const url = resolveEnvRefs(cfg.url, env, `${where}.url`);
       if (!URL.canParse(url)) throw new McpHostError('mcp.bad-config', `${where}.url is not a valid URL`);
-      const headers: Record<string, string> = {};
+      const headers = dict<string>();
       for (const [k, v] of Object.entries(cfg.headers ?? {}))
         headers[k] = resolveEnvRefs(v, env, `${where}.headers.${k}`);
       return {
@@ -191,6 +194,8 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
             dataDir,
             options: cfg.options ?? {},
             state: ctx.state,
+            // A root never reaches the run's own files (nor, on a server, the data directory).
+            protect: { run: dataDir, ...(options.storeDir ? { store: options.storeDir } : {}) },
             ...(options.outboundPolicy ? { outboundPolicy: options.outboundPolicy } : {}),
           },
           { allowedRoots: options.allowedRoots ?? [] },

@@ -8,7 +8,7 @@
  * not, since a call may depend on what the calls before it did.
  */
 import type { Static } from '@sinclair/typebox';
-import { type ConditionT, checkAgainstSchema } from '@switchboard/schemas/core';
+import { type ConditionT, checkAgainstSchema, type Dict, dict } from '@switchboard/schemas/core';
 import { evaluateCondition } from '../../lib/condition.js';
 import { renderTemplate, templateHeads } from '../../lib/template.js';
 import {
@@ -209,7 +209,7 @@ export function buildSystemPrompt(ctx: NodeContext<AgentConfigT>): string {
   // Conditions, and each field of the template context, are made on first need: most prompts
   // have no conditions and read a field or two (`{{task}}`).
   let cond: ConditionContext | undefined;
-  let tctx: Record<string, unknown> | undefined;
+  let tctx: Dict<unknown> | undefined;
   let out = '';
   const segments = ctx.node.config.prompt;
   for (let i = 0; i < segments.length; i++) {
@@ -220,7 +220,7 @@ export function buildSystemPrompt(ctx: NodeContext<AgentConfigT>): string {
     }
     let text = seg.text;
     if (text.includes('{{')) {
-      tctx ??= {};
+      tctx ??= dict();
       const heads = templateHeads(text);
       for (let k = 0; k < heads.length; k++) {
         const h = heads[k]!;

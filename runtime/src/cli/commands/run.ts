@@ -11,6 +11,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Flow, DEFAULT_LIMITS as Limits, RunEvent } from '@switchboard/schemas';
+import { dict, ownValue } from '@switchboard/schemas/core';
 import type { Command } from 'commander';
 import type { RunOptions } from '../../engine/types.js';
 import { type CliContext, EXIT } from '../context.js';
@@ -47,14 +48,14 @@ async function readBounded(file: string, limit: number, what: string): Promise<s
 /** Points flow model entries at OpenAI-compatible endpoints: `NAME=BASEURL`. */
 export function applyModelOverrides(flow: Flow, overrides: readonly string[]): Flow {
   if (overrides.length === 0) return flow;
-  const models = { ...flow.models };
+  const models = dict(flow.models);
   for (const o of overrides) {
     const i = o.indexOf('=');
     const name = i > 0 ? o.slice(0, i) : '';
     const baseURL = i > 0 ? o.slice(i + 1) : '';
     if (!name || !/^https?:\/\/\S+$/.test(baseURL))
       throw new UsageError(`--model ${o}: expected NAME=BASEURL, e.g. default=http://127.0.0.1:11434/v1`);
-    const current = models[name];
+    const current = ownValue(models, name);
     if (!current)
       throw new UsageError(
         `--model ${o}: the flow has no model "${name}" (it has: ${Object.keys(flow.models).join(', ')})`,
@@ -166,7 +167,11 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   const { DEFAULT_LIMITS } = (await import('@switchboard/schemas')) as { DEFAULT_LIMITS: typeof Limits };
   const text = await readBounded(file, DEFAULT_LIMITS.maxBytes, 'flow');
   const v = validateText(text);
-  if (!v.ok || !v.flow) {
+  if (v.flow) {
+    const { checkScriptFiles } = await import('../../models/script-file.js');
+    v.errors.push(...(await checkScriptFiles(v.flow, dirname(resolve(file)))));
+  }
+  if (v.errors.length > 0 || !v.flow) {
     for (const p of v.errors) ctx.err(`${formatProblem(file, p, 'error')}\n`);
     return EXIT.usage;
   }

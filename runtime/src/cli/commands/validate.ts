@@ -1,9 +1,11 @@
 /** `switchboard validate FILE…`: exit 0 when all are valid, 1 when one is not. */
 import { readFile, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 // `core`: these need no validator. The validator (Ajv, ~70 modules) loads when a file is
 // checked, so that every other command (and `--version`) starts without it (see cli/main.ts).
 import { DEFAULT_LIMITS, type Problem, problem, sanitize } from '@switchboard/schemas/core';
 import type { Command } from 'commander';
+import { checkScriptFiles } from '../../models/script-file.js';
 import { type CliContext, EXIT } from '../context.js';
 
 export interface ValidateReport {
@@ -36,7 +38,9 @@ export async function validateFiles(files: string[]): Promise<ValidateReport[]> 
         continue;
       }
       const r = validateText(await readFile(file));
-      reports.push({ file, ok: r.ok, errors: r.errors, warnings: r.warnings });
+      // Script files are read as a run would read them, from the flow file's folder.
+      if (r.flow) r.errors.push(...(await checkScriptFiles(r.flow, dirname(resolve(file)))));
+      reports.push({ file, ok: r.errors.length === 0, errors: r.errors, warnings: r.warnings });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       reports.push({

@@ -20,6 +20,12 @@ export interface BuiltinContext {
   state?: ToolHostContext['state'];
   /** The operator's outbound policy (the `http` built-in). */
   outboundPolicy?: OutboundPolicyLike;
+  /**
+   * Set when the built-in serves a run whose store lives on disk: a root must not reach it
+   * (`confineRoot`). `run` is the run's folder (its event log, tool journal and checkpoints);
+   * `store`, when known, the whole data directory (catalog, every run).
+   */
+  protect?: { run: string; store?: string };
 }
 
 export const SERVER_VERSION = '0.1.0';

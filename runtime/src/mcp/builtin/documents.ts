@@ -8,10 +8,12 @@
 import { constants } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { dict } from '@switchboard/schemas/core';
 import { z } from 'zod';
 import { McpHostError } from '../errors.js';
 import { checkPathSyntax, ensureParent, resolveInside } from '../safe-path.js';
 import { type BuiltinContext, json, SERVER_VERSION, text } from './context.js';
+import { confineRoot } from './roots.js';
 
 /** Rough token count: about four characters per token, as OpenAI tokenizers average on English. */
 export function estimateTokens(s: string): number {
@@ -116,6 +118,7 @@ export function createDocumentsServer(ctx: BuiltinContext): McpServer {
   async function root(): Promise<string> {
     await mkdir(ctx.dataDir, { recursive: true });
     const r = await resolveInside(ctx.dataDir, rootRel);
+    await confineRoot(ctx, r.path, rootRel);
     await mkdir(r.path, { recursive: true });
     return r.path;
   }
@@ -340,7 +343,7 @@ export function createDocumentsServer(ctx: BuiltinContext): McpServer {
     },
     async ({ document_id, metadata }) => {
       const p = await file(await docDir(document_id), 'metadata.json', true);
-      const cur = await readJson<Record<string, unknown>>(p, {});
+      const cur = dict(await readJson<Record<string, unknown>>(p, {}));
       for (const [k, v] of Object.entries(metadata)) {
         if (k === '__proto__' || k === 'constructor' || k === 'prototype') continue;
         if (v === null) delete cur[k];

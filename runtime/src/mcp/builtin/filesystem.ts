@@ -6,12 +6,13 @@
  * symlink that leaves the root — checked on the real path of every existing ancestor).
  */
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, realpath, stat } from 'node:fs/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { McpHostError } from '../errors.js';
 import { ensureParent, isWithin, resolveInside } from '../safe-path.js';
 import { type BuiltinContext, json, optNumber, SERVER_VERSION, text } from './context.js';
+import { confineRoot } from './roots.js';
 
 const MAX_READ = 1024 * 1024;
 
@@ -29,11 +30,13 @@ export async function builtinRoot(
         'mcp.path-refused',
         `root ${JSON.stringify(opt)} is not among the roots the host allows`,
       );
+    await confineRoot(ctx, await realpath(opt).catch(() => opt), opt);
     await mkdir(opt, { recursive: true });
     return opt;
   }
   await mkdir(ctx.dataDir, { recursive: true });
   const r = await resolveInside(ctx.dataDir, opt);
+  await confineRoot(ctx, r.path, opt);
   await mkdir(r.path, { recursive: true });
   return r.path;
 }

@@ -3,6 +3,7 @@
  * leave structured notes for each other and for rule deciders (`{{state.x}}`, conditions).
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { dict } from '@switchboard/schemas/core';
 import { z } from 'zod';
 import { McpHostError } from '../errors.js';
 import { type BuiltinContext, json, SERVER_VERSION, text } from './context.js';
@@ -12,7 +13,7 @@ const key = z.string().min(1).max(200).describe('A top-level key of the run stat
 
 /** A state held in memory, for `switchboard mcp-builtin state` where there is no run. */
 export function memoryState(initial: Record<string, unknown> = {}): NonNullable<BuiltinContext['state']> {
-  const s: Record<string, unknown> = { ...initial };
+  const s = dict(initial);
   return {
     get: (k) => (Object.hasOwn(s, k) ? s[k] : undefined),
     set: (k, v) => {
