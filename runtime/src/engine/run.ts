@@ -1160,10 +1160,10 @@ export class Run {
     let p = this.acpAgents.get(nodeId);
     if (!p) {
       p = (async () => {
-        const { requireCommandConsent } = await import('../mcp/consent.js');
-        const index = this.flow.nodes.findIndex((n) => n.id === nodeId);
+        const { requireFlowConsent } = await import('../mcp/consent.js');
         try {
-          requireCommandConsent(backend, `/nodes/${index}/config/backend`, { flowRef: this.flow.id });
+          // Approved for this flow as it is now (id and a hash of its command definitions).
+          requireFlowConsent(this.flow, 'acp-agent', nodeId);
         } catch (e) {
           throw new NodeError('consent_required', (e as Error).message, 1, false);
         }

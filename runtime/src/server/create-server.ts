@@ -189,7 +189,13 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   let tools = options.runs?.tools;
   if (!tools) {
     const { createMcpToolHost } = await import('../tools/mcp-host.js');
-    tools = ({ flow }) => createMcpToolHost(flow, { env: env as Record<string, string | undefined> });
+    const { quoteWord } = await import('../mcp/command-line.js');
+    // A refusal names the command that approves the flow as stored here, on this machine.
+    tools = ({ flow }) =>
+      createMcpToolHost(flow, {
+        env: env as Record<string, string | undefined>,
+        flowRef: `--data ${quoteWord(store.dir)} ${quoteWord(flow.id)}`,
+      });
   }
 
   // Run events go to the hub once durable, so a client sees nothing that is not stored; to

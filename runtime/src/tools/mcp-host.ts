@@ -11,11 +11,11 @@ import { isAbsolute, join, resolve } from 'node:path';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Flow, FlowEdgeT, FlowNodeT } from '@switchboard/schemas';
 import { createBuiltinServer } from '../mcp/builtin/index.js';
-import { commandLineOf, fingerprintOf, formatCommandLine } from '../mcp/command-line.js';
+import { commandLineOf, fingerprintOf } from '../mcp/command-line.js';
 import type { McpConnection, ServerSpec } from '../mcp/connection.js';
-import { serverCommandLine } from '../mcp/consent.js';
+import { requireFlowConsent, serverCommandLine } from '../mcp/consent.js';
 import { minimalEnv, resolveEnvRefs } from '../mcp/env.js';
-import { ConsentRequiredError, errorText, McpHostError } from '../mcp/errors.js';
+import { errorText, McpHostError } from '../mcp/errors.js';
 import { toolPinHash } from '../mcp/pins.js';
 import { getMcpPool, type McpPool } from '../mcp/pool.js';
 import { TrustStore } from '../mcp/trust.js';
@@ -43,6 +43,11 @@ export interface McpToolHostOptions {
   maxResultChars?: number;
   /** How the flow is named in "approve it with: switchboard trust …". Default the flow id. */
   flowRef?: string;
+  /**
+   * The flow whose approval is checked (default: `flow`). For hosts over a derived flow, such as
+   * the probe of `switchboard trust --tools`, so that consent is still the real flow's.
+   */
+  consentFlow?: Flow;
   /** Record a pin for a tool seen for the first time (default true: first use is approval). */
   pinOnFirstUse?: boolean;
 }
@@ -134,9 +139,11 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
   }
 
   function requireConsent(name: string, cfg: ServerCfg): void {
-    const cl = serverCommandLine(cfg);
-    if (cl && !trust.isApproved(cl))
-      throw new ConsentRequiredError(`mcpServers.${name}`, formatCommandLine(cl), fingerprintOf(cl), flowRef);
+    if (!serverCommandLine(cfg)) return;
+    requireFlowConsent(options.consentFlow ?? flow, 'command' in cfg ? 'mcp-server' : 'shell-builtin', name, {
+      trust,
+      flowRef,
+    });
   }
 
   function specOf(name: string, cfg: ServerCfg, run: RunState): ServerSpec {
