@@ -129,7 +129,10 @@ describe('the environment of a spawned server', { timeout: 120_000 }, () => {
     const childEnv = JSON.parse(r.content) as Record<string, string>;
     const text = r.content;
     for (const v of Object.values(SECRETS)) expect(text).not.toContain(v);
-    expect(childEnv.FROM_FLOW).toBe('named-value');
+    // The child got the value; what it sends back shows it only by name (a resolved ${env:…}
+    // never appears in a result, an event or a file).
+    expect(childEnv.FROM_FLOW).toBe('[secret FLOW_NAMED_VAR]');
+    expect(text).not.toContain('named-value');
     expect(childEnv.PLAIN).toBe('x');
     const allowed = new Set([...INHERITED_ENV, 'SHELL', 'FROM_FLOW', 'PLAIN']);
     expect(Object.keys(childEnv).filter((k) => !allowed.has(k))).toEqual([]);

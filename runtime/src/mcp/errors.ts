@@ -13,9 +13,7 @@ export type McpErrorCode =
   | 'mcp.tool-disabled'
   | 'mcp.tool-unknown'
   | 'mcp.path-refused'
-  | 'mcp.command-refused'
-  | 'mcp.secret-refused'
-  | 'outbound_refused';
+  | 'mcp.command-refused';
 
 export class McpHostError extends Error {
   readonly code: McpErrorCode;

@@ -15,12 +15,15 @@
  */
 import type { ModelConfigT } from '@switchboard/schemas';
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { envRefsIn } from '../mcp/env.js';
 import {
+  type BoundSecret,
   createGuardedFetch,
   OutboundBlockedError,
   OutboundNetworkError,
   type OutboundPolicy,
 } from '../net/outbound.js';
+import { redact, SecretRefusedError, SecretsPolicy } from '../net/secrets.js';
 import {
   type AnswerCheck,
   AttemptError,
@@ -118,7 +121,12 @@ const describe = (err: unknown) => (err instanceof Error ? err.message : String(
 /** Classifies anything an attempt threw (SDK errors, our outbound errors, parse errors). */
 export function classifyOpenAIError(err: unknown): AttemptFailure {
   const blocked = findCause(err, isBlocked);
-  if (blocked) return { code: 'network', retryable: false, message: blocked.message };
+  if (blocked)
+    return {
+      code: blocked.reason.includes('the secret') ? 'secret_refused' : 'outbound_refused',
+      retryable: false,
+      message: blocked.message,
+    };
   if (err instanceof APIError && err.status !== undefined) {
     const status = err.status;
     const message = `HTTP ${status}: ${err.message}`.slice(0, 500);
@@ -249,6 +257,7 @@ class OpenAIProvider implements ModelProvider {
     apiKey: string,
     policy: OutboundPolicy,
     options: OpenAIProviderOptions,
+    private readonly secrets: readonly BoundSecret[] = [],
   ) {
     const timeoutMs = config.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.attemptTimeoutMs = Math.max(options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS, timeoutMs);
@@ -268,11 +277,55 @@ class OpenAIProvider implements ModelProvider {
         timeoutMs,
         idleTimeoutMs: timeoutMs,
         maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+        secrets,
       }),
     });
   }
 
+  /**
+   * What the endpoint says comes back without any secret value in it: an endpoint may echo the
+   * Authorization header into an error or an answer, and that text becomes events and files.
+   */
   async complete(request: ModelRequest): Promise<ModelResponse> {
+    if (this.secrets.length === 0) return this.completeRaw(request);
+    const s = this.secrets;
+    const deltas = request.onDelta ? new DeltaRedactor(s, request.onDelta) : undefined;
+    const wrapped: ModelRequest = {
+      ...request,
+      ...(deltas ? { onDelta: (t: string) => deltas.push(t) } : {}),
+      ...(request.onRetry
+        ? {
+            onRetry: (i: { attempt: number; delayMs: number; cause: string }) =>
+              request.onRetry!({ ...i, cause: redact(i.cause, s) }),
+          }
+        : {}),
+    };
+    try {
+      const r = await this.completeRaw(wrapped);
+      deltas?.flush();
+      return {
+        ...r,
+        text: redact(r.text, s),
+        model: redact(r.model, s),
+        toolCalls: r.toolCalls.map((c) => ({
+          ...c,
+          name: redact(c.name, s),
+          arguments: redact(c.arguments, s),
+        })),
+      };
+    } catch (e) {
+      if (e instanceof ModelError)
+        throw new ModelError(
+          e.code,
+          redact(e.message, s),
+          e.attempts,
+          e.causeText === undefined ? undefined : redact(e.causeText, s),
+        );
+      throw new Error(redact(e instanceof Error ? e.message : String(e), s));
+    }
+  }
+
+  private async completeRaw(request: ModelRequest): Promise<ModelResponse> {
     const counter = { attempts: 0 };
     const label = `${this.label} (node ${request.nodeId})`;
     if (request.signal.aborted)
@@ -491,6 +544,39 @@ function flagOn(value: string | undefined): boolean {
   return value !== undefined && /^(1|true|yes)$/i.test(value.trim());
 }
 
+const OPENAI_ENDPOINT = 'https://api.openai.com/v1';
+
+/**
+ * Streamed text with secret values taken out, even when a value arrives split over several
+ * deltas: the tail that could still be the start of one is held back until it is not.
+ */
+class DeltaRedactor {
+  private pending = '';
+  constructor(
+    private readonly secrets: readonly BoundSecret[],
+    private readonly out: (text: string) => void,
+  ) {}
+
+  push(text: string): void {
+    this.pending = redact(this.pending + text, this.secrets);
+    let hold = 0;
+    for (const { value } of this.secrets)
+      for (let n = Math.min(value.length - 1, this.pending.length); n > hold; n--)
+        if (this.pending.endsWith(value.slice(0, n))) {
+          hold = n;
+          break;
+        }
+    const ready = this.pending.slice(0, this.pending.length - hold);
+    this.pending = this.pending.slice(this.pending.length - hold);
+    if (ready) this.out(ready);
+  }
+
+  flush(): void {
+    if (this.pending) this.out(redact(this.pending, this.secrets));
+    this.pending = '';
+  }
+}
+
 /** The provider with explicit options; `createOpenAIProvider` derives them from the context. */
 export function makeOpenAIProvider(
   name: string,
@@ -498,7 +584,6 @@ export function makeOpenAIProvider(
   ctx: ModelFactoryContext,
   options: OpenAIProviderOptions = {},
 ): ModelProvider {
-  const apiKey = config.apiKey ? ctx.resolveEnv(config.apiKey) : undefined;
   if (config.baseURL !== undefined) {
     try {
       const u = new URL(config.baseURL);
@@ -507,9 +592,33 @@ export function makeOpenAIProvider(
       throw new ModelError('bad_request', `models.${name}.baseURL: not an http(s) URL: ${config.baseURL}`, 0);
     }
   }
+  const endpoint = config.baseURL ?? OPENAI_ENDPOINT;
+  const secretsPolicy = ctx.secrets ?? new SecretsPolicy();
+  const bound: BoundSecret[] = secretsPolicy.boundSecrets((n) => ctx.resolveEnv(`\${env:${n}}`));
+  let apiKey: string | undefined;
+  if (config.apiKey) {
+    // The key is looked up only once the operator's policy lets it go to this endpoint.
+    for (const ref of envRefsIn(config.apiKey)) {
+      try {
+        secretsPolicy.check(ref, endpoint, `models.${name}.apiKey`);
+      } catch (e) {
+        if (e instanceof SecretRefusedError) throw new ModelError('secret_refused', e.message, 0);
+        throw e;
+      }
+    }
+    apiKey = ctx.resolveEnv(config.apiKey);
+    const refs = envRefsIn(config.apiKey);
+    if (apiKey && refs.length === 1 && !bound.some((b) => b.value === apiKey))
+      bound.push({ name: refs[0]!, value: apiKey, hosts: secretsPolicy.hostsFor(refs[0]!) ?? [] });
+  }
   const local = options.allowLocalEndpoints ?? false;
-  const policy = options.policy ?? { allowLoopback: local, allowPrivate: local };
-  return new OpenAIProvider(name, config, apiKey || PLACEHOLDER_KEY, policy, options);
+  const operator = ctx.outbound ?? {};
+  const policy = options.policy ?? {
+    ...operator,
+    allowLoopback: local || operator.allowLoopback === true,
+    allowPrivate: local || operator.allowPrivate === true,
+  };
+  return new OpenAIProvider(name, config, apiKey || PLACEHOLDER_KEY, policy, options, bound);
 }
 
 /** The factory the engine loads lazily (`await import('./openai.js')`). */

@@ -27,6 +27,7 @@ import {
   checkUrl,
   checkUrlStatic,
   type HostResolver,
+  normalizeHost,
   type OutboundPolicy,
   systemResolver,
 } from './policy.js';
@@ -52,20 +53,50 @@ export interface OutboundOptions {
   maxResponseBytes?: number;
   /** DNS resolution, injectable for tests (simulated answers, rebinding). */
   resolve?: HostResolver;
+  /**
+   * Secret values this request may carry and where each may go. Every hop (redirects too) is
+   * refused when its URL, a header or the body holds one of them and its host is not one the
+   * secret is bound to: the last line that keeps a key from reaching a host the operator did
+   * not name, whatever path it took into the request.
+   */
+  secrets?: readonly BoundSecret[];
 }
 
 export type OutboundInit = RequestInit & OutboundOptions;
 
-/** The policy refused a URL (scheme, host, or an address class the operator did not allow). */
+/** A URL without its query and fragment: enough to say where, never a key passed in a query. */
+export function urlForMessage(url: string | URL): string {
+  try {
+    const u = typeof url === 'string' ? new URL(url) : url;
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return String(url)
+      .replace(/[?#].*$/s, '')
+      .slice(0, 200);
+  }
+}
+
+/**
+ * The policy refused a URL (scheme, host, an address class or a secret the operator did not
+ * allow there). Named `outbound_refused`: the operator's decision, so retrying cannot help.
+ */
 export class OutboundBlockedError extends Error {
   override readonly name = 'OutboundBlockedError';
-  readonly code = 'ERR_OUTBOUND_BLOCKED';
+  readonly code = 'outbound_refused';
   constructor(
     readonly url: string,
     readonly reason: string,
   ) {
-    super(`${reason} — ${url}`);
+    super(`outbound_refused: ${reason} — ${urlForMessage(url)}`);
   }
+}
+
+/** A value that may only be sent to some hosts (a resolved `${env:NAME}`), and its name for errors. */
+export interface BoundSecret {
+  name: string;
+  value: string;
+  /** Host patterns (`api.openai.com`, `*.example.com`, `host:port`) this value may go to. */
+  hosts: readonly string[];
 }
 
 /** A network-level failure: connection refused/reset, timeout, too many redirects, body too large. */
@@ -380,6 +411,53 @@ function bounded<T>(
   });
 }
 
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The name of a secret this hop carries to a host it is not bound to, if any. */
+function secretOutOfPlace(hop: Hop, secrets: readonly BoundSecret[]): string | undefined {
+  const port = hop.url.port || (hop.url.protocol === 'https:' ? '443' : '80');
+  let headerText: string | undefined;
+  let bodyText: string | undefined;
+  for (const s of secrets) {
+    if (s.value.length < 6) continue; // too short to tell apart from ordinary text
+    if (hostMatchesBinding(hop.url.hostname, port, s.hosts)) continue;
+    if (headerText === undefined) {
+      const parts: string[] = [];
+      hop.headers.forEach((v) => parts.push(v));
+      headerText = parts.join('\n');
+    }
+    bodyText ??= hop.body ? hop.body.toString('latin1') : '';
+    const latin1 = Buffer.from(s.value, 'utf8').toString('latin1');
+    if (hop.url.href.includes(s.value) || safeDecode(hop.url.href).includes(s.value)) return s.name;
+    if (headerText.includes(s.value) || bodyText.includes(latin1)) return s.name;
+  }
+  return undefined;
+}
+
+/** Whether `host` (with `port`) matches one of the patterns a secret is bound to. */
+export function hostMatchesBinding(hostname: string, port: string, patterns: readonly string[]): boolean {
+  const host = normalizeHost(hostname);
+  return patterns.some((raw) => {
+    let pattern = raw.trim().toLowerCase();
+    let wantPort: string | undefined;
+    const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(pattern);
+    if (m) {
+      pattern = m[1]!;
+      wantPort = m[2];
+    }
+    if (wantPort !== undefined && wantPort !== port) return false;
+    pattern = normalizeHost(pattern);
+    if (pattern.startsWith('*.')) return host.length > pattern.length - 1 && host.endsWith(pattern.slice(1));
+    return host === pattern;
+  });
+}
+
 /**
  * fetch, guarded: resolves and checks every hop against the policy, connects to the checked
  * address, follows redirects itself. See the module comment for the guarantees.
@@ -403,6 +481,12 @@ export async function outboundFetch(
   let hop = await firstHop(input, init);
   for (let redirects = 0; ; redirects++) {
     // DNS is bounded too: a resolver that never answers must not outlive the timeout or a cancel.
+    const leaked = init.secrets?.length ? secretOutOfPlace(hop, init.secrets) : undefined;
+    if (leaked)
+      throw new OutboundBlockedError(
+        hop.url.href,
+        `refused: the secret ${leaked} may not be sent to ${hop.url.host} (the operator binds it to other hosts)`,
+      );
     const verdict = await bounded(checkUrl(hop.url, policy, resolve), timeoutMs, signal, hop.url.host);
     if (!verdict.ok) throw new OutboundBlockedError(hop.url.href, verdict.reason);
     if (signal?.aborted) throw abortReason(signal);

@@ -14,12 +14,19 @@ import { createBuiltinServer } from '../mcp/builtin/index.js';
 import { commandLineOf, fingerprintOf } from '../mcp/command-line.js';
 import type { McpConnection, ServerSpec } from '../mcp/connection.js';
 import { requireFlowConsent, serverCommandLine } from '../mcp/consent.js';
-import { minimalEnv, resolveEnvRefs } from '../mcp/env.js';
+import { envRefsIn, minimalEnv, resolveEnvRefs } from '../mcp/env.js';
 import { errorText, McpHostError } from '../mcp/errors.js';
 import { toolPinHash } from '../mcp/pins.js';
 import { getMcpPool, type McpPool } from '../mcp/pool.js';
 import { TrustStore } from '../mcp/trust.js';
-import { createGuardedFetch, type OutboundPolicy } from '../net/outbound.js';
+import {
+  type BoundSecret,
+  checkUrl,
+  createGuardedFetch,
+  OutboundBlockedError,
+  type OutboundPolicy,
+} from '../net/outbound.js';
+import { redact, redactDeep, SecretsPolicy } from '../net/secrets.js';
 import { passesFilter } from './filter.js';
 import { assignToolNames } from './names.js';
 import type { ToolCallOptions, ToolHandle, ToolHost, ToolHostContext, ToolResult } from './types.js';
@@ -35,6 +42,11 @@ export interface McpToolHostOptions {
   baseDir?: string;
   /** The operator's policy for MCP HTTP servers and the `http` built-in. */
   outboundPolicy?: OutboundPolicy;
+  /**
+   * Which `${env:NAME}` an MCP server's url and headers may name and where each may go (stdio
+   * env values are covered by the flow's consent instead). Default: the built-in defaults.
+   */
+  secrets?: SecretsPolicy;
   /** Absolute roots the `filesystem` built-in may be given. */
   allowedRoots?: string[];
   /** Per-call timeout when the tool node sets none. Default 30 000 ms. */
@@ -113,9 +125,19 @@ export function toResult(
   };
 }
 
-function errorResult(e: unknown): ToolResult {
+function errorResult(e: unknown, secrets: readonly BoundSecret[] = []): ToolResult {
   const code = e instanceof McpHostError ? e.code : 'mcp.error';
-  return { content: `${code}: ${errorText(e)}`, isError: true };
+  return { content: redact(`${code}: ${errorText(e)}`, secrets), isError: true };
+}
+
+/** A tool result with every secret value taken out (a server may echo what it was sent). */
+function redactResult(r: ToolResult, secrets: readonly BoundSecret[]): ToolResult {
+  if (secrets.length === 0) return r;
+  return {
+    ...r,
+    content: redact(r.content, secrets),
+    ...(r.structured !== undefined ? { structured: redactDeep(r.structured, secrets) } : {}),
+  };
 }
 
 /** Creates the MCP-backed ToolHost for one flow. */
@@ -127,6 +149,13 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
   const runs = new Map<string, RunState>();
   const nodes = new Map<string, FlowNodeT>(flow.nodes.map((n) => [n.id, n]));
   const flowRef = options.flowRef ?? flow.id;
+  const secretsPolicy = options.secrets ?? new SecretsPolicy();
+  /** Values never to be sent elsewhere, nor shown: the operator's secrets and resolved stdio env refs. */
+  const secrets: BoundSecret[] = secretsPolicy.boundSecrets(env);
+  const addSecret = (name: string, value: string) => {
+    if (value.length >= 6 && !secrets.some((s) => s.value === value))
+      secrets.push({ name, value, hosts: [] });
+  };
 
   function serverCfg(name: string, toolNodeId: string): ServerCfg {
     const cfg = flow.mcpServers && Object.hasOwn(flow.mcpServers, name) ? flow.mcpServers[name] : undefined;
@@ -150,8 +179,11 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
     const where = `mcpServers.${name}`;
     if ('command' in cfg) {
       const resolvedEnv: Record<string, string> = {};
-      for (const [k, v] of Object.entries(cfg.env ?? {}))
+      for (const [k, v] of Object.entries(cfg.env ?? {})) {
         resolvedEnv[k] = resolveEnvRefs(v, env, `${where}.env.${k}`);
+        // Consent covers handing it to the approved process; it still never shows in events.
+        for (const ref of envRefsIn(v)) addSecret(ref, env[ref] ?? '');
+      }
       const childEnv = { ...minimalEnv(), ...resolvedEnv };
       const cwd = cfg.cwd
         ? isAbsolute(cfg.cwd)
@@ -170,8 +202,13 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
       };
     }
     if ('url' in cfg) {
+      // The operator's policy decides, before anything is looked up or sent, whether each
+      // variable the url and headers name may go to the host the url names.
       const url = resolveEnvRefs(cfg.url, env, `${where}.url`);
       if (!URL.canParse(url)) throw new McpHostError('mcp.bad-config', `${where}.url is not a valid URL`);
+      for (const ref of envRefsIn(cfg.url)) secretsPolicy.check(ref, url, `${where}.url`);
+      for (const [k, v] of Object.entries(cfg.headers ?? {}))
+        for (const ref of envRefsIn(v)) secretsPolicy.check(ref, url, `${where}.headers.${k}`);
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(cfg.headers ?? {}))
         headers[k] = resolveEnvRefs(v, env, `${where}.headers.${k}`);
@@ -181,7 +218,7 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
         label: name,
         url,
         headers,
-        fetch: createGuardedFetch(options.outboundPolicy ?? {}),
+        fetch: createGuardedFetch(options.outboundPolicy ?? {}, { secrets }),
       };
     }
     const ctx = run.ctx;
@@ -199,6 +236,7 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
             options: cfg.options ?? {},
             state: ctx.state,
             ...(options.outboundPolicy ? { outboundPolicy: options.outboundPolicy } : {}),
+            secrets,
           },
           { allowedRoots: options.allowedRoots ?? [] },
         ),
@@ -249,8 +287,15 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
       p = (async () => {
         requireConsent(name, cfg);
         const spec = specOf(name, cfg, run);
+        if (spec.kind === 'http') {
+          // A destination the operator did not allow fails by name now, not after retries.
+          const verdict = await checkUrl(spec.url, options.outboundPolicy ?? {});
+          if (!verdict.ok)
+            throw new OutboundBlockedError(spec.url, `mcpServers.${name}.url ${verdict.reason}`);
+        }
         const conn = pool.acquire(spec, run.ctx.runId, {
-          log: (level, text) => run.ctx.emit?.({ type: 'log', level, text, nodeId: toolNodeId }),
+          log: (level, text) =>
+            run.ctx.emit?.({ type: 'log', level, text: redact(text, secrets), nodeId: toolNodeId }),
           toolsChanged: (tools) => {
             for (const t of tools) {
               const why =
@@ -296,11 +341,12 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
           if (!current)
             return errorResult(
               new McpHostError('mcp.tool-unknown', `${serverName} no longer offers ${tool.name}`),
+              secrets,
             );
           const why = pinProblem(cfg, current);
           if (why) {
             reportDisabled(run, serverName, tool.name, why, toolNode.id);
-            return errorResult(new McpHostError('mcp.tool-disabled', why));
+            return errorResult(new McpHostError('mcp.tool-disabled', why), secrets);
           }
           const timeoutMs = o.timeoutMs ?? nodeTimeout ?? options.defaultTimeoutMs ?? 30_000;
           const r = await conn.callTool(tool.name, args ?? {}, {
@@ -310,14 +356,14 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
               ? {
                   onProgress: (p: { progress: number; total?: number; message?: string }) =>
                     o.onLog!(
-                      `progress ${p.progress}${p.total !== undefined ? `/${p.total}` : ''}${p.message ? ` ${p.message}` : ''}`,
+                      `progress ${p.progress}${p.total !== undefined ? `/${p.total}` : ''}${p.message ? ` ${redact(p.message, secrets)}` : ''}`,
                     ),
                 }
               : {}),
           });
-          return toResult(r, maxChars);
+          return redactResult(toResult(r, maxChars), secrets);
         } catch (e) {
-          return errorResult(e);
+          return errorResult(e, secrets);
         }
       },
     };
