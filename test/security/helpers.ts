@@ -110,3 +110,50 @@ export async function finished(
     return ['completed', 'failed', 'cancelled'].includes(got.status) ? got : undefined;
   }, `run ${id}`);
 }
+
+export interface Served {
+  url: string;
+  out(): string;
+  err(): string;
+  stop(): Promise<void>;
+}
+
+/** `switchboard serve ARGS…` as a real process; resolves once it listens. */
+export async function startServe(args: string[], env: Record<string, string>): Promise<Served> {
+  const ch = spawn(process.execPath, [...CLI, 'serve', '--port', '0', ...args], {
+    env: withSources(env),
+    cwd: REPO,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  ch.stderr.on('data', (c: Buffer) => {
+    err += c.toString();
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 60_000);
+    ch.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(t);
+        resolve(m[1]!.replace(/\/$/, ''));
+      }
+    });
+    ch.once('exit', (code) => {
+      clearTimeout(t);
+      reject(new Error(`serve exited ${code}: ${err}`));
+    });
+  });
+  return {
+    url,
+    out: () => out,
+    err: () => err,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (ch.exitCode !== null) return resolve();
+        ch.once('exit', () => resolve());
+        ch.kill('SIGTERM');
+      }),
+  };
+}

@@ -386,7 +386,14 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
         if (toolNode?.kind !== 'tool') continue;
         const serverName = String(toolNode.config.server ?? '');
         const cfg = serverCfg(serverName, toolNode.id);
-        const conn = await connectionFor(serverName, cfg, run, toolNode.id);
+        let conn: McpConnection;
+        try {
+          conn = await connectionFor(serverName, cfg, run, toolNode.id);
+        } catch (e) {
+          // A server that would not start may have echoed what it was sent into the error.
+          if (e instanceof Error) e.message = redact(e.message, secrets);
+          throw e;
+        }
         const allow = Array.isArray(edge.config?.allow) ? (edge.config.allow as string[]) : undefined;
         for (const tool of conn.currentTools) {
           const ok = passesFilter(tool.name, {
