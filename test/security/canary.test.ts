@@ -30,6 +30,7 @@ let attacker: Listener;
 let server: Served;
 const apiTexts: string[] = [];
 
+// biome-ignore lint/suspicious/noExplicitAny: test convenience (parsed API answers)
 async function api(method: string, path: string, body?: unknown): Promise<any> {
   const r = await fetch(`${server.url}${path}`, {
     method,

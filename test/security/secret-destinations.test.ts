@@ -32,7 +32,8 @@ const req = (o: { method: string; url: string; payload?: string; headers?: Recor
   s.app.inject({ ...o, headers: { ...auth, ...(o.headers ?? {}) } } as never) as unknown as Promise<{
     statusCode: number;
     body: string;
-    json(): any; // biome-ignore lint/suspicious/noExplicitAny: test convenience
+    // biome-ignore lint/suspicious/noExplicitAny: test convenience
+    json(): any;
   }>;
 
 beforeAll(async () => {

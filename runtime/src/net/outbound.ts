@@ -429,7 +429,9 @@ function secretOutOfPlace(hop: Hop, secrets: readonly BoundSecret[]): string | u
     if (hostMatchesBinding(hop.url.hostname, port, s.hosts)) continue;
     if (headerText === undefined) {
       const parts: string[] = [];
-      hop.headers.forEach((v) => parts.push(v));
+      hop.headers.forEach((v) => {
+        parts.push(v);
+      });
       headerText = parts.join('\n');
     }
     bodyText ??= hop.body ? hop.body.toString('latin1') : '';
