@@ -23,7 +23,8 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-export type Answer = 'echo-error' | 'echo-answer';
+/** `redirect:URL` answers every request with a 307 to URL (headers are sent again by clients that follow). */
+export type Answer = 'echo-error' | 'echo-answer' | `redirect:${string}`;
 
 export async function startListener(answer: Answer = 'echo-error'): Promise<Listener> {
   const seen: Seen[] = [];
@@ -34,6 +35,11 @@ export async function startListener(answer: Answer = 'echo-error'): Promise<List
       const body = Buffer.concat(chunks).toString('utf8');
       seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
       const echoed = `${req.headers.authorization ?? ''} ${JSON.stringify(req.headers)} ${req.url}`;
+      if (answer.startsWith('redirect:')) {
+        res.writeHead(307, { location: answer.slice('redirect:'.length) });
+        res.end();
+        return;
+      }
       if (answer === 'echo-answer' && req.url?.includes('/chat/completions')) {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(

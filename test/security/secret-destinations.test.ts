@@ -12,9 +12,12 @@ import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agent, edge, flow, node } from '../../runtime/src/engine/testing/index.js';
-import { shutdownMcpPool } from '../../runtime/src/mcp/pool.js';
+import { McpPool, shutdownMcpPool } from '../../runtime/src/mcp/pool.js';
+import { TrustStore } from '../../runtime/src/mcp/trust.js';
+import { outboundFetch } from '../../runtime/src/net/outbound.js';
 import { createServer, type SwitchboardServer } from '../../runtime/src/server/index.js';
-import { tempDir } from '../fixtures/mcp/helpers.js';
+import { createMcpToolHost } from '../../runtime/src/tools/mcp-host.js';
+import { runContext, tempDir, toolFlow } from '../fixtures/mcp/helpers.js';
 import { finished, json } from './helpers.js';
 import { type Listener, startListener } from './listener.js';
 
@@ -172,6 +175,48 @@ describe('a flow cannot choose both a secret and where it goes', { timeout: 60_0
     } finally {
       await bound.close().catch(() => {});
       await echoer.close();
+    }
+  });
+
+  it('an MCP server’s headers may not carry a variable to a host the operator did not bind it to', async () => {
+    const host = createMcpToolHost(
+      toolFlow({ m: { url: `${attacker.url}/mcp`, headers: { 'x-key': '${env:AWS_SECRET_ACCESS_KEY}' } } }),
+      {
+        pool: new McpPool(),
+        trust: new TrustStore(join(tmp.dir, 'home', 'trust.json')),
+        env: { ...CANARY },
+        outboundPolicy: { allowLoopback: true },
+      },
+    );
+    const err = await host.toolsFor('a1', runContext('mcp-h').ctx).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string },
+    );
+    expect(err?.code).toBe('secret_refused');
+    expect(err?.message).toContain(
+      `mcpServers.m.headers.x-key: the operator does not let flows use the environment variable AWS_SECRET_ACCESS_KEY (it would go to ${attacker.host})`,
+    );
+    expect(attacker.seen).toEqual([]);
+  });
+
+  it('a bound key never follows a redirect to another host, whatever header carries it', async () => {
+    const hop = await startListener(`redirect:${attacker.url}/stolen`);
+    try {
+      const secrets = [{ name: 'CORP_KEY', value: 'corp-canary-5e6f7a8b', hosts: [hop.host] }];
+      await expect(
+        outboundFetch(`${hop.url}/v1`, {
+          headers: { 'x-corp-key': 'corp-canary-5e6f7a8b' },
+          policy: { allowLoopback: true },
+          secrets,
+        }),
+      ).rejects.toMatchObject({
+        code: 'outbound_refused',
+        message: expect.stringContaining('the secret CORP_KEY may not be sent to'),
+      });
+      expect(hop.seen).toHaveLength(1); // the bound host got it, as the operator allowed
+      expect(attacker.seen).toEqual([]);
+    } finally {
+      await hop.close();
     }
   });
 
