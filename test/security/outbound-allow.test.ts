@@ -14,8 +14,13 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Flow } from '@switchboard/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from '../fixtures/mcp/helpers.js';
+import { McpPool } from '../../runtime/src/mcp/pool.js';
+import { TrustStore } from '../../runtime/src/mcp/trust.js';
+import { outboundPolicyFrom } from '../../runtime/src/net/destinations.js';
+import { createMcpToolHost } from '../../runtime/src/tools/mcp-host.js';
+import { never, runContext, tempDir, toolFlow } from '../fixtures/mcp/helpers.js';
 import { runCli } from './helpers.js';
+import { startListener } from './listener.js';
 
 let http: Server;
 let mcpUrl: string;
@@ -158,5 +163,39 @@ describe('switchboard run and a local MCP server over HTTP', { timeout: 120_000 
     );
     expect(r.code).toBe(2);
     expect(r.err).toContain('--allow-outbound "localhost:port"');
+  });
+});
+
+describe('the http built-in under the same operator policy', { timeout: 60_000 }, () => {
+  it('reaches exactly the HOST:PORT the operator allowed', async () => {
+    const allowed = await startListener();
+    const other = await startListener();
+    const pool = new McpPool();
+    try {
+      const host = createMcpToolHost(
+        toolFlow({ web: { builtin: 'http', options: { allowHosts: ['127.0.0.1'] } } }),
+        {
+          pool,
+          trust: new TrustStore(join(tmp.dir, 'home', 'trust.json')),
+          outboundPolicy: outboundPolicyFrom([allowed.host]),
+        },
+      );
+      const tools = await host.toolsFor('a1', runContext('http-op', join(tmp.dir, 'd')).ctx);
+      const get = tools.find((t) => t.remoteName === 'http_get')!;
+      const ok = await get.call({ url: `${allowed.url}/x` }, { signal: never });
+      expect(ok.content).toContain('HTTP 401'); // reached: the listener answered
+      const refused = await get.call({ url: `${other.url}/x` }, { signal: never });
+      expect(refused.isError).toBe(true);
+      expect(refused.content).toContain('outbound_refused');
+      expect(refused.content).toContain(
+        `--allow-outbound loopback (or --allow-outbound 127.0.0.1:${other.port})`,
+      );
+      expect(allowed.seen).toHaveLength(1);
+      expect(other.seen).toEqual([]);
+    } finally {
+      await pool.close();
+      await allowed.close();
+      await other.close();
+    }
   });
 });
