@@ -1,6 +1,8 @@
 /**
  * `switchboard run FLOW --input TEXT | --input-file F [--answers F] [--events pretty|jsonl|none]
- *  [--model NAME=BASEURL]… [--trust NAME]…`: runs a flow headless.
+ *  [--model NAME=BASEURL]… [--trust NAME]… [--allow-outbound DEST]… [--allow-secret NAME=HOST]…
+ *  [--secrets-config FILE]`: runs a flow headless, under the operator's outbound and secrets
+ *  policy (see ../operator-flags.ts).
  *
  * stdout carries the final answer (or, with `--events jsonl`, every event as one JSON line, the
  * answer being in `run.completed`); progress goes to stderr. Exit codes: 0 completed, 1 failed
