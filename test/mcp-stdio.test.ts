@@ -107,6 +107,7 @@ describe('the environment of a spawned server', { timeout: 120_000 }, () => {
       process.env[k] = v;
     }
     process.env.FLOW_NAMED_VAR = 'named-value';
+    process.env.FLOW_NAMED_KEY = 'flow-named-key-0123456789';
   });
   afterEach(() => {
     for (const k of Object.keys(SECRETS)) {
@@ -114,13 +115,14 @@ describe('the environment of a spawned server', { timeout: 120_000 }, () => {
       else process.env[k] = saved[k];
     }
     delete process.env.FLOW_NAMED_VAR;
+    delete process.env.FLOW_NAMED_KEY;
   });
 
   it('holds none of our secrets, only the minimal set and what the flow names', async () => {
     const cfg: ServerCfg = {
       command: process.execPath,
       args: [FAULTY],
-      env: { FROM_FLOW: '${env:FLOW_NAMED_VAR}', PLAIN: 'x' },
+      env: { FROM_FLOW: '${env:FLOW_NAMED_VAR}', KEY_FROM_FLOW: '${env:FLOW_NAMED_KEY}', PLAIN: 'x' },
     };
     approveFlow(trust, toolFlow({ f: cfg }));
     const host = createMcpToolHost(toolFlow({ f: cfg }), { pool, trust });
@@ -129,12 +131,12 @@ describe('the environment of a spawned server', { timeout: 120_000 }, () => {
     const childEnv = JSON.parse(r.content) as Record<string, string>;
     const text = r.content;
     for (const v of Object.values(SECRETS)) expect(text).not.toContain(v);
-    // The child got the value; what it sends back shows it only by name (a resolved ${env:…}
-    // never appears in a result, an event or a file).
-    expect(childEnv.FROM_FLOW).toBe('[secret FLOW_NAMED_VAR]');
-    expect(text).not.toContain('named-value');
+    expect(childEnv.FROM_FLOW).toBe('named-value');
+    // A key-length value the flow hands its approved server still never shows in a result.
+    expect(childEnv.KEY_FROM_FLOW).toBe('[secret FLOW_NAMED_KEY]');
+    expect(text).not.toContain('flow-named-key-0123456789');
     expect(childEnv.PLAIN).toBe('x');
-    const allowed = new Set([...INHERITED_ENV, 'SHELL', 'FROM_FLOW', 'PLAIN']);
+    const allowed = new Set([...INHERITED_ENV, 'SHELL', 'FROM_FLOW', 'KEY_FROM_FLOW', 'PLAIN']);
     expect(Object.keys(childEnv).filter((k) => !allowed.has(k))).toEqual([]);
   });
 

@@ -152,8 +152,10 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
   const secretsPolicy = options.secrets ?? new SecretsPolicy();
   /** Values never to be sent elsewhere, nor shown: the operator's secrets and resolved stdio env refs. */
   const secrets: BoundSecret[] = secretsPolicy.boundSecrets(env);
+  // A stdio env reference may hold an ordinary word (`${env:NODE_ENV}`): only values long enough
+  // to be a key count as one, so that "production" is not cut out of every tool result.
   const addSecret = (name: string, value: string) => {
-    if (value.length >= 6 && !secrets.some((s) => s.value === value))
+    if (value.length >= 16 && !secrets.some((s) => s.value === value))
       secrets.push({ name, value, hosts: [] });
   };
 
