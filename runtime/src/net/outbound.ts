@@ -425,7 +425,9 @@ function secretOutOfPlace(hop: Hop, secrets: readonly BoundSecret[]): string | u
   let headerText: string | undefined;
   let bodyText: string | undefined;
   for (const s of secrets) {
-    if (s.value.length < 6) continue; // too short to tell apart from ordinary text
+    // Too short to tell apart from ordinary text (secrets.ts MIN_SECRET_LENGTH; no import: that
+    // module depends on this one).
+    if (s.value.length < 8) continue;
     if (hostMatchesBinding(hop.url.hostname, port, s.hosts)) continue;
     if (headerText === undefined) {
       const parts: string[] = [];

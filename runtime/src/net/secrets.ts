@@ -135,11 +135,18 @@ export class SecretsPolicy {
   }
 }
 
+/**
+ * Values shorter than this are not treated as secrets by the outbound check and redaction:
+ * placeholder keys such as `ollama` or `EMPTY` would otherwise be cut out of ordinary text.
+ */
+export const MIN_SECRET_LENGTH = 8;
+
 /** Replaces every secret value in `text` by `[secret NAME]`. */
 export function redact(text: string, secrets: readonly BoundSecret[]): string {
   let out = text;
   for (const s of secrets)
-    if (s.value.length >= 6 && out.includes(s.value)) out = out.split(s.value).join(`[secret ${s.name}]`);
+    if (s.value.length >= MIN_SECRET_LENGTH && out.includes(s.value))
+      out = out.split(s.value).join(`[secret ${s.name}]`);
   return out;
 }
 
