@@ -15,7 +15,6 @@
  */
 import type { ModelConfigT } from '@switchboard/schemas';
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-import { envRefsIn } from '../mcp/env.js';
 import {
   type BoundSecret,
   createGuardedFetch,
@@ -23,7 +22,7 @@ import {
   OutboundNetworkError,
   type OutboundPolicy,
 } from '../net/outbound.js';
-import { redact, SecretRefusedError, SecretsPolicy } from '../net/secrets.js';
+import { resolveApiKey, withRedaction } from './secrets.js';
 import {
   type AnswerCheck,
   AttemptError,
@@ -257,7 +256,7 @@ class OpenAIProvider implements ModelProvider {
     apiKey: string,
     policy: OutboundPolicy,
     options: OpenAIProviderOptions,
-    private readonly secrets: readonly BoundSecret[] = [],
+    secrets: readonly BoundSecret[] = [],
   ) {
     const timeoutMs = config.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.attemptTimeoutMs = Math.max(options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS, timeoutMs);
@@ -282,50 +281,7 @@ class OpenAIProvider implements ModelProvider {
     });
   }
 
-  /**
-   * What the endpoint says comes back without any secret value in it: an endpoint may echo the
-   * Authorization header into an error or an answer, and that text becomes events and files.
-   */
   async complete(request: ModelRequest): Promise<ModelResponse> {
-    if (this.secrets.length === 0) return this.completeRaw(request);
-    const s = this.secrets;
-    const deltas = request.onDelta ? new DeltaRedactor(s, request.onDelta) : undefined;
-    const wrapped: ModelRequest = {
-      ...request,
-      ...(deltas ? { onDelta: (t: string) => deltas.push(t) } : {}),
-      ...(request.onRetry
-        ? {
-            onRetry: (i: { attempt: number; delayMs: number; cause: string }) =>
-              request.onRetry!({ ...i, cause: redact(i.cause, s) }),
-          }
-        : {}),
-    };
-    try {
-      const r = await this.completeRaw(wrapped);
-      deltas?.flush();
-      return {
-        ...r,
-        text: redact(r.text, s),
-        model: redact(r.model, s),
-        toolCalls: r.toolCalls.map((c) => ({
-          ...c,
-          name: redact(c.name, s),
-          arguments: redact(c.arguments, s),
-        })),
-      };
-    } catch (e) {
-      if (e instanceof ModelError)
-        throw new ModelError(
-          e.code,
-          redact(e.message, s),
-          e.attempts,
-          e.causeText === undefined ? undefined : redact(e.causeText, s),
-        );
-      throw new Error(redact(e instanceof Error ? e.message : String(e), s));
-    }
-  }
-
-  private async completeRaw(request: ModelRequest): Promise<ModelResponse> {
     const counter = { attempts: 0 };
     const label = `${this.label} (node ${request.nodeId})`;
     if (request.signal.aborted)
@@ -546,37 +502,6 @@ function flagOn(value: string | undefined): boolean {
 
 const OPENAI_ENDPOINT = 'https://api.openai.com/v1';
 
-/**
- * Streamed text with secret values taken out, even when a value arrives split over several
- * deltas: the tail that could still be the start of one is held back until it is not.
- */
-class DeltaRedactor {
-  private pending = '';
-  constructor(
-    private readonly secrets: readonly BoundSecret[],
-    private readonly out: (text: string) => void,
-  ) {}
-
-  push(text: string): void {
-    this.pending = redact(this.pending + text, this.secrets);
-    let hold = 0;
-    for (const { value } of this.secrets)
-      for (let n = Math.min(value.length - 1, this.pending.length); n > hold; n--)
-        if (this.pending.endsWith(value.slice(0, n))) {
-          hold = n;
-          break;
-        }
-    const ready = this.pending.slice(0, this.pending.length - hold);
-    this.pending = this.pending.slice(this.pending.length - hold);
-    if (ready) this.out(ready);
-  }
-
-  flush(): void {
-    if (this.pending) this.out(redact(this.pending, this.secrets));
-    this.pending = '';
-  }
-}
-
 /** The provider with explicit options; `createOpenAIProvider` derives them from the context. */
 export function makeOpenAIProvider(
   name: string,
@@ -593,24 +518,7 @@ export function makeOpenAIProvider(
     }
   }
   const endpoint = config.baseURL ?? OPENAI_ENDPOINT;
-  const secretsPolicy = ctx.secrets ?? new SecretsPolicy();
-  const bound: BoundSecret[] = secretsPolicy.boundSecrets((n) => ctx.resolveEnv(`\${env:${n}}`));
-  let apiKey: string | undefined;
-  if (config.apiKey) {
-    // The key is looked up only once the operator's policy lets it go to this endpoint.
-    for (const ref of envRefsIn(config.apiKey)) {
-      try {
-        secretsPolicy.check(ref, endpoint, `models.${name}.apiKey`);
-      } catch (e) {
-        if (e instanceof SecretRefusedError) throw new ModelError('secret_refused', e.message, 0);
-        throw e;
-      }
-    }
-    apiKey = ctx.resolveEnv(config.apiKey);
-    const refs = envRefsIn(config.apiKey);
-    if (apiKey && refs.length === 1 && !bound.some((b) => b.value === apiKey))
-      bound.push({ name: refs[0]!, value: apiKey, hosts: secretsPolicy.hostsFor(refs[0]!) ?? [] });
-  }
+  const { apiKey, bound } = resolveApiKey(name, config.apiKey, endpoint, ctx);
   const local = options.allowLocalEndpoints ?? false;
   const operator = ctx.outbound ?? {};
   const policy = options.policy ?? {
@@ -618,7 +526,11 @@ export function makeOpenAIProvider(
     allowLoopback: local || operator.allowLoopback === true,
     allowPrivate: local || operator.allowPrivate === true,
   };
-  return new OpenAIProvider(name, config, apiKey || PLACEHOLDER_KEY, policy, options, bound);
+  // What the endpoint sends back loses every secret value (it may echo the Authorization header).
+  return withRedaction(
+    new OpenAIProvider(name, config, apiKey || PLACEHOLDER_KEY, policy, options, bound),
+    bound,
+  );
 }
 
 /** The factory the engine loads lazily (`await import('./openai.js')`). */

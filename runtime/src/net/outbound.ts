@@ -27,10 +27,10 @@ import {
   checkUrl,
   checkUrlStatic,
   type HostResolver,
-  normalizeHost,
   type OutboundPolicy,
   systemResolver,
 } from './policy.js';
+import { type BoundSecret, secretOutOfPlace } from './secret-scan.js';
 
 export { type AddressClass, classifyAddress } from './ip.js';
 export {
@@ -40,6 +40,7 @@ export {
   type HostResolver,
   type OutboundPolicy,
 } from './policy.js';
+export { type BoundSecret, hostMatchesBinding } from './secret-scan.js';
 
 export interface OutboundOptions {
   policy?: OutboundPolicy;
@@ -89,14 +90,6 @@ export class OutboundBlockedError extends Error {
   ) {
     super(`outbound_refused: ${reason} — ${urlForMessage(url)}`);
   }
-}
-
-/** A value that may only be sent to some hosts (a resolved `${env:NAME}`), and its name for errors. */
-export interface BoundSecret {
-  name: string;
-  value: string;
-  /** Host patterns (`api.openai.com`, `*.example.com`, `host:port`) this value may go to. */
-  hosts: readonly string[];
 }
 
 /** A network-level failure: connection refused/reset, timeout, too many redirects, body too large. */
@@ -411,57 +404,6 @@ function bounded<T>(
   });
 }
 
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
-
-/** The name of a secret this hop carries to a host it is not bound to, if any. */
-function secretOutOfPlace(hop: Hop, secrets: readonly BoundSecret[]): string | undefined {
-  const port = hop.url.port || (hop.url.protocol === 'https:' ? '443' : '80');
-  let headerText: string | undefined;
-  let bodyText: string | undefined;
-  for (const s of secrets) {
-    // Too short to tell apart from ordinary text (secrets.ts MIN_SECRET_LENGTH; no import: that
-    // module depends on this one).
-    if (s.value.length < 8) continue;
-    if (hostMatchesBinding(hop.url.hostname, port, s.hosts)) continue;
-    if (headerText === undefined) {
-      const parts: string[] = [];
-      hop.headers.forEach((v) => {
-        parts.push(v);
-      });
-      headerText = parts.join('\n');
-    }
-    bodyText ??= hop.body ? hop.body.toString('latin1') : '';
-    const latin1 = Buffer.from(s.value, 'utf8').toString('latin1');
-    if (hop.url.href.includes(s.value) || safeDecode(hop.url.href).includes(s.value)) return s.name;
-    if (headerText.includes(s.value) || bodyText.includes(latin1)) return s.name;
-  }
-  return undefined;
-}
-
-/** Whether `host` (with `port`) matches one of the patterns a secret is bound to. */
-export function hostMatchesBinding(hostname: string, port: string, patterns: readonly string[]): boolean {
-  const host = normalizeHost(hostname);
-  return patterns.some((raw) => {
-    let pattern = raw.trim().toLowerCase();
-    let wantPort: string | undefined;
-    const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(pattern);
-    if (m) {
-      pattern = m[1]!;
-      wantPort = m[2];
-    }
-    if (wantPort !== undefined && wantPort !== port) return false;
-    pattern = normalizeHost(pattern);
-    if (pattern.startsWith('*.')) return host.length > pattern.length - 1 && host.endsWith(pattern.slice(1));
-    return host === pattern;
-  });
-}
-
 /**
  * fetch, guarded: resolves and checks every hop against the policy, connects to the checked
  * address, follows redirects itself. See the module comment for the guarantees.
@@ -485,7 +427,9 @@ export async function outboundFetch(
   let hop = await firstHop(input, init);
   for (let redirects = 0; ; redirects++) {
     // DNS is bounded too: a resolver that never answers must not outlive the timeout or a cancel.
-    const leaked = init.secrets?.length ? secretOutOfPlace(hop, init.secrets) : undefined;
+    const leaked = init.secrets?.length
+      ? secretOutOfPlace(hop.url, hop.headers, hop.body, init.secrets)
+      : undefined;
     if (leaked)
       throw new OutboundBlockedError(
         hop.url.href,

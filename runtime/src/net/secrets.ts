@@ -15,8 +15,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BoundSecret } from './outbound.js';
-import { hostMatchesBinding } from './outbound.js';
+import { type BoundSecret, hostMatchesBinding, MIN_SECRET_LENGTH } from './secret-scan.js';
 
 /** Each well-known key goes to its vendor's API host and nowhere else. */
 export const DEFAULT_SECRET_BINDINGS: ReadonlyArray<readonly [string, readonly string[]]> = [
@@ -134,12 +133,6 @@ export class SecretsPolicy {
     return out;
   }
 }
-
-/**
- * Values shorter than this are not treated as secrets by the outbound check and redaction:
- * placeholder keys such as `ollama` or `EMPTY` would otherwise be cut out of ordinary text.
- */
-export const MIN_SECRET_LENGTH = 8;
 
 /** Replaces every secret value in `text` by `[secret NAME]`. */
 export function redact(text: string, secrets: readonly BoundSecret[]): string {
