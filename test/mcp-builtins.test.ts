@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fingerprintOf } from '../runtime/src/mcp/command-line.js';
-import { shellBuiltinCommandLine } from '../runtime/src/mcp/consent.js';
+import { approveFlow, isFlowApproved, shellBuiltinCommandLine } from '../runtime/src/mcp/consent.js';
 import { McpPool } from '../runtime/src/mcp/pool.js';
 import { TrustStore } from '../runtime/src/mcp/trust.js';
 import { createMcpToolHost } from '../runtime/src/tools/mcp-host.js';
@@ -248,7 +248,7 @@ describe('shell built-in', () => {
     await expect(host.toolsFor('a1', runContext('r1', join(tmp.dir, 'd')).ctx)).rejects.toMatchObject({
       code: 'mcp.consent-required',
     });
-    trust.approve(shellBuiltinCommandLine(shell.options));
+    approveFlow(trust, flow);
     const tools = await host.toolsFor('a1', runContext('r2', join(tmp.dir, 'd')).ctx);
     const ok = await call(tools, 't_sh__run_command', { command: 'echo', args: ['hi', '$HOME;', '`id`'] });
     expect(ok.isError).toBe(false);
@@ -266,16 +266,32 @@ describe('shell built-in', () => {
     expect(cwd.isError).toBe(true);
     // Changing the options is a new command line: approval does not carry over.
     const changed = { ...shell, options: { ...shell.options, allow: ['echo', 'node'] } };
-    expect(trust.isApproved(shellBuiltinCommandLine(changed.options))).toBe(false);
+    expect(isFlowApproved(trust, toolFlow({ sh: changed }))).toBe(false);
     expect(fingerprintOf(shellBuiltinCommandLine(changed.options))).not.toBe(
       fingerprintOf(shellBuiltinCommandLine(shell.options)),
     );
   });
 
+  it('an allow entry with arguments admits only calls that begin with them', async () => {
+    const flow = toolFlow({ sh: { builtin: 'shell', options: { enabled: true, allow: ['echo fixed'] } } });
+    approveFlow(trust, flow);
+    const host = createMcpToolHost(flow, { pool, trust });
+    const tools = await host.toolsFor('a1', runContext('r4', join(tmp.dir, 'd')).ctx);
+    expect(
+      (await call(tools, 't_sh__run_command', { command: 'echo', args: ['fixed', 'more'] })).content,
+    ).toContain('fixed more');
+    for (const args of [[], ['other'], ['-e', 'fixed']]) {
+      const r = await call(tools, 't_sh__run_command', { command: 'echo', args });
+      expect(r.isError).toBe(true);
+      expect(r.content).toContain('is not in the allow-list (echo fixed …)');
+    }
+  });
+
   it('is off unless the flow enables it', async () => {
     const opts = { allow: ['echo'] };
-    trust.approve(shellBuiltinCommandLine(opts));
-    const host = createMcpToolHost(toolFlow({ sh: { builtin: 'shell', options: opts } }), { pool, trust });
+    const flow = toolFlow({ sh: { builtin: 'shell', options: opts } });
+    approveFlow(trust, flow);
+    const host = createMcpToolHost(flow, { pool, trust });
     await expect(host.toolsFor('a1', runContext('r3', join(tmp.dir, 'd')).ctx)).rejects.toThrow(
       /shell built-in is off/,
     );

@@ -4,7 +4,7 @@
  * answer; DNS-rebinding protection on), `switchboard mcp-builtin NAME`, and `switchboard trust`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -212,12 +212,56 @@ describe('switchboard trust FLOW', { timeout: 120_000 }, () => {
     const yes = await runCli(['trust', NEEDS_CONSENT, '--yes']);
     expect(yes.code).toBe(0);
     const file = JSON.parse(readFileSync(join(tmp.dir, 'sbhome', 'trust.json'), 'utf8'));
-    expect(Object.values(file.commands).map((c) => (c as { display: string }).display)).toEqual([
+    const flowId = JSON.parse(readFileSync(NEEDS_CONSENT, 'utf8')).id as string;
+    expect(file.flows.map((f: { flowId: string }) => f.flowId)).toEqual([flowId]);
+    expect(file.flows[0].uses.map((c: { display: string }) => c.display)).toEqual([
       "NODE_OPTIONS='--require x' sh -c 'touch /tmp/sb-should-never-exist'",
     ]);
     const again = await runCli(['trust', NEEDS_CONSENT, '--json']);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.out)[0]).toMatchObject({ name: 'evil', approved: true });
+
+    // The same commands under another flow id are not approved.
+    const other = join(tmp.dir, 'other.json');
+    writeFileSync(
+      other,
+      JSON.stringify({ ...JSON.parse(readFileSync(NEEDS_CONSENT, 'utf8')), id: 'other-flow' }),
+    );
+    expect((await runCli(['trust', other, '--json'])).code).toBe(3);
+
+    const list = await runCli(['trust', '--list']);
+    expect(list.code).toBe(0);
+    expect(list.out).toContain(`${flowId}  approved `);
+    expect(list.out).toContain("mcp-server evil: NODE_OPTIONS='--require x' sh -c");
+    const revoke = await runCli(['trust', '--revoke', flowId]);
+    expect(revoke.code).toBe(0);
+    expect((await runCli(['trust', NEEDS_CONSENT, '--json'])).code).toBe(3);
+    expect((await runCli(['trust', '--revoke', flowId])).code).toBe(1);
+    expect((await runCli(['trust', '--list'])).out).toContain('no flow is approved');
+  });
+
+  it('approves a flow stored by a server by its id (--data DIR)', async () => {
+    const flow = JSON.parse(readFileSync(NEEDS_CONSENT, 'utf8'));
+    const data = join(tmp.dir, 'data');
+    mkdirSync(data);
+    const rec = { flow, rev: 1, createdAt: 'x', updatedAt: 'x' };
+    writeFileSync(
+      join(data, 'catalog.json'),
+      JSON.stringify({
+        format: 'switchboard-catalog',
+        version: 1,
+        flows: { [flow.id]: rec },
+        runs: {},
+        settings: {},
+      }),
+    );
+    const r = await runCli(['trust', '--data', data, flow.id, '--yes']);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain(`approved for flow "${flow.id}"`);
+    expect((await runCli(['trust', NEEDS_CONSENT, '--json'])).code).toBe(0);
+    const missing = await runCli(['trust', '--data', data, 'no-such-flow']);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain('holds no flow "no-such-flow"');
   });
 });
 

@@ -6,7 +6,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { commandLineOf } from '../runtime/src/mcp/command-line.js';
+import { approveFlow } from '../runtime/src/mcp/consent.js';
 import { createMcpToolHost } from '../runtime/src/tools/mcp-host.js';
 import type { ToolHandle } from '../runtime/src/tools/types.js';
 import {
@@ -31,8 +31,8 @@ async function faultyTools(runId: string, env: Record<string, string> = {}, time
     args: [FAULTY],
     env: { FAULTY_LOG: mcp.logFile, ...env },
   };
-  mcp.trust.approve(commandLineOf(cfg));
   const flow = toolFlow({ f: cfg }, { a1: ['f'] }, timeoutMs ? { f: { timeoutMs } } : {});
+  approveFlow(mcp.trust, flow);
   const host = createMcpToolHost(flow, { pool: mcp.pool, trust: mcp.trust });
   const rc = runContext(runId);
   const tools = await host.toolsFor('a1', rc.ctx);

@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { commandLineOf } from '../runtime/src/mcp/command-line.js';
+import { approveFlow } from '../runtime/src/mcp/consent.js';
 import { toolPinHash } from '../runtime/src/mcp/pins.js';
 import { repinFlowTools } from '../runtime/src/mcp/repin.js';
 import { matchesPattern } from '../runtime/src/tools/filter.js';
@@ -53,7 +53,6 @@ function rng(seed: number) {
 describe('grants', { timeout: 120_000 }, () => {
   it('a scripted caller trying 1,000 random tool names executes none outside its grant', async () => {
     const faulty: ServerCfg = { command: process.execPath, args: [FAULTY], env: { FAULTY_LOG: mcp.logFile } };
-    mcp.trust.approve(commandLineOf(faulty));
     const flow = toolFlow(
       { docs: { builtin: 'documents' }, st: { builtin: 'state' }, f: faulty },
       { a1: ['docs'], a2: ['st', 'f'], a3: [] },
@@ -63,6 +62,7 @@ describe('grants', { timeout: 120_000 }, () => {
       },
       { g_a2_f: { allow: ['echo', 'env'] }, g_a2_st: { allow: ['state_get'] } },
     );
+    approveFlow(mcp.trust, flow);
     const host = createMcpToolHost(flow, { pool: mcp.pool, trust: mcp.trust });
     const rc = runContext('grants', join(mcp.tmp.dir, 'data'));
     const h1 = await host.toolsFor('a1', rc.ctx);
@@ -177,8 +177,8 @@ describe('tool names', { timeout: 120_000 }, () => {
 describe('pinning', { timeout: 120_000 }, () => {
   it('a tool whose description changes (list_changed) is disabled and not called until re-approved', async () => {
     const faulty: ServerCfg = { command: process.execPath, args: [FAULTY], env: { FAULTY_LOG: mcp.logFile } };
-    mcp.trust.approve(commandLineOf(faulty));
     const flow = toolFlow({ f: faulty });
+    approveFlow(mcp.trust, flow);
     const host = createMcpToolHost(flow, { pool: mcp.pool, trust: mcp.trust, flowRef: 'pinned.json' });
     const rc = runContext('pin1');
     const tools = await host.toolsFor('a1', rc.ctx);
@@ -220,8 +220,8 @@ describe('pinning', { timeout: 120_000 }, () => {
       args: [FAULTY],
       env: { FAULTY_LOG: mcp.logFile, DESC_FILE: descFile },
     };
-    mcp.trust.approve(commandLineOf(faulty));
     const flow = toolFlow({ f: faulty });
+    approveFlow(mcp.trust, flow);
     const host = createMcpToolHost(flow, { pool: mcp.pool, trust: mcp.trust });
     const rc = runContext('pin2');
     const tools = await host.toolsFor('a1', rc.ctx);

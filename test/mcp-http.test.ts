@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { McpPool } from '../runtime/src/mcp/pool.js';
 import { TrustStore } from '../runtime/src/mcp/trust.js';
+import { SecretsPolicy } from '../runtime/src/net/secrets.js';
 import { createMcpToolHost } from '../runtime/src/tools/mcp-host.js';
 import { never, REPO, runContext, tempDir, toolFlow } from './fixtures/mcp/helpers.js';
 
@@ -72,8 +73,9 @@ describe('server-everything over streamable HTTP', { timeout: 120_000 }, () => {
       () => undefined,
       (e: unknown) => e as { code?: string; message: string },
     );
-    expect(err?.code).toBe('mcp.server-failed');
+    expect(err?.code).toBe('outbound_refused');
     expect(err?.message).toMatch(/loopback/i);
+    expect(err?.message).toContain('--allow-outbound loopback');
   });
 
   it('discovers tools, calls them, reports progress, and times out with a cancellation', async () => {
@@ -84,7 +86,13 @@ describe('server-everything over streamable HTTP', { timeout: 120_000 }, () => {
         { a1: ['ev'] },
         { ev: { include: ['echo', 'get-sum', 'trigger-long-running-operation'] } },
       );
-      const host = createMcpToolHost(flow, { pool, trust, outboundPolicy: { allowLoopback: true } });
+      const host = createMcpToolHost(flow, {
+        pool,
+        trust,
+        outboundPolicy: { allowLoopback: true },
+        // The operator lets this header's variable go to the local test server.
+        secrets: new SecretsPolicy([['SB_TEST_HTTP_TOKEN', [new URL(url).host]]]),
+      });
       const rc = runContext('h1');
       const tools = await host.toolsFor('a1', rc.ctx);
       expect(tools.map((t) => t.name)).toEqual([

@@ -9,7 +9,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commandLineOf } from '../runtime/src/mcp/command-line.js';
+import { approveFlow } from '../runtime/src/mcp/consent.js';
 import { shutdownMcpPool } from '../runtime/src/mcp/pool.js';
 import { TrustStore } from '../runtime/src/mcp/trust.js';
 import { prepareDangerousForms } from './fixtures/mcp/dangerous.js';
@@ -107,8 +107,19 @@ describe('dangerous commands arriving through the REST API', { timeout: 120_000 
     await new Promise((r) => setTimeout(r, 300));
     expect(readdirSync(markers)).toEqual([]);
 
-    // Control: approved locally (as `switchboard trust` would), form 15 runs and leaves its marker.
-    new TrustStore().approve(commandLineOf(forms[15] as Parameters<typeof commandLineOf>[0]));
+    // Approving form 15 for another flow approves nothing here.
+    approveFlow(new TrustStore(), flowWith('elsewhere', forms[15]!));
+    const r0 = await s.req({ method: 'POST', url: '/api/runs', ...json({ flowId: 'evil15', input: 'go' }) });
+    const id0 = r0.json().run.id;
+    const refused = await until(async () => {
+      const got = (await s.req({ method: 'GET', url: `/api/runs/${id0}` })).json().run;
+      return ['completed', 'failed'].includes(got.status) ? got : undefined;
+    }, 'run for another flow’s approval');
+    expect(refused.status).toBe('failed');
+    expect(readdirSync(markers)).toEqual([]);
+
+    // Control: approved locally for this flow (as `switchboard trust` would), form 15 runs and leaves its marker.
+    approveFlow(new TrustStore(), flowWith('evil15', forms[15]!));
     const r = await s.req({ method: 'POST', url: '/api/runs', ...json({ flowId: 'evil15', input: 'go' }) });
     const id = r.json().run.id;
     await until(async () => {

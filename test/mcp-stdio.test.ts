@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { commandLineOf, formatCommandLine } from '../runtime/src/mcp/command-line.js';
-import { ensureConsent } from '../runtime/src/mcp/consent.js';
+import { approveFlow, ensureConsent, isFlowApproved } from '../runtime/src/mcp/consent.js';
 import { INHERITED_ENV } from '../runtime/src/mcp/env.js';
 import { ConsentRequiredError } from '../runtime/src/mcp/errors.js';
 import { McpPool } from '../runtime/src/mcp/pool.js';
@@ -53,7 +53,7 @@ describe('the reference filesystem server (@modelcontextprotocol/server-filesyst
     );
     const host = createMcpToolHost(flow, { pool, trust });
     await expect(host.toolsFor('a1', runContext('r0').ctx)).rejects.toBeInstanceOf(ConsentRequiredError);
-    trust.approve(commandLineOf(cfg));
+    approveFlow(trust, flow);
     const rc = runContext('r1');
     const tools = await host.toolsFor('a1', rc.ctx);
     expect(tools.map((t) => t.name)).toEqual([
@@ -107,6 +107,7 @@ describe('the environment of a spawned server', { timeout: 120_000 }, () => {
       process.env[k] = v;
     }
     process.env.FLOW_NAMED_VAR = 'named-value';
+    process.env.FLOW_NAMED_KEY = 'flow-named-key-0123456789';
   });
   afterEach(() => {
     for (const k of Object.keys(SECRETS)) {
@@ -114,15 +115,16 @@ describe('the environment of a spawned server', { timeout: 120_000 }, () => {
       else process.env[k] = saved[k];
     }
     delete process.env.FLOW_NAMED_VAR;
+    delete process.env.FLOW_NAMED_KEY;
   });
 
   it('holds none of our secrets, only the minimal set and what the flow names', async () => {
     const cfg: ServerCfg = {
       command: process.execPath,
       args: [FAULTY],
-      env: { FROM_FLOW: '${env:FLOW_NAMED_VAR}', PLAIN: 'x' },
+      env: { FROM_FLOW: '${env:FLOW_NAMED_VAR}', KEY_FROM_FLOW: '${env:FLOW_NAMED_KEY}', PLAIN: 'x' },
     };
-    trust.approve(commandLineOf(cfg));
+    approveFlow(trust, toolFlow({ f: cfg }));
     const host = createMcpToolHost(toolFlow({ f: cfg }), { pool, trust });
     const tools = await host.toolsFor('a1', runContext('env1').ctx);
     const r = await tools.find((t) => t.remoteName === 'env')!.call({}, { signal: never });
@@ -130,8 +132,11 @@ describe('the environment of a spawned server', { timeout: 120_000 }, () => {
     const text = r.content;
     for (const v of Object.values(SECRETS)) expect(text).not.toContain(v);
     expect(childEnv.FROM_FLOW).toBe('named-value');
+    // A key-length value the flow hands its approved server still never shows in a result.
+    expect(childEnv.KEY_FROM_FLOW).toBe('[secret FLOW_NAMED_KEY]');
+    expect(text).not.toContain('flow-named-key-0123456789');
     expect(childEnv.PLAIN).toBe('x');
-    const allowed = new Set([...INHERITED_ENV, 'SHELL', 'FROM_FLOW', 'PLAIN']);
+    const allowed = new Set([...INHERITED_ENV, 'SHELL', 'FROM_FLOW', 'KEY_FROM_FLOW', 'PLAIN']);
     expect(Object.keys(childEnv).filter((k) => !allowed.has(k))).toEqual([]);
   });
 
@@ -141,7 +146,7 @@ describe('the environment of a spawned server', { timeout: 120_000 }, () => {
       args: [FAULTY],
       env: { X: '${env:SURELY_NOT_SET_4711}' },
     };
-    trust.approve(commandLineOf(cfg));
+    approveFlow(trust, toolFlow({ f: cfg }));
     const host = createMcpToolHost(toolFlow({ f: cfg }), { pool, trust });
     await expect(host.toolsFor('a1', runContext('env2').ctx)).rejects.toThrow(
       'mcpServers.f.env.X: the environment variable SURELY_NOT_SET_4711 is not set',
@@ -153,10 +158,11 @@ describe('consent: dangerous commands written into a flow', { timeout: 120_000 }
   it('spawns none of 32 forms without consent, names each command line and how to approve it', async () => {
     const { markers, forms } = prepareDangerousForms(tmp.dir);
     expect(forms.length).toBeGreaterThanOrEqual(25);
-    // Approving a harmless neighbour must not approve any of them.
-    trust.approve(commandLineOf({ command: process.execPath, args: [FAULTY] }));
+    // Approving a harmless neighbour — in this flow's id, and in another flow — must not approve any of them.
+    approveFlow(trust, toolFlow({ s0: { command: process.execPath, args: [FAULTY] } }));
     for (let i = 0; i < forms.length; i++) {
       const flow = toolFlow({ [`s${i}`]: forms[i]! });
+      approveFlow(trust, { ...flow, id: 'a-neighbour' });
       const host = createMcpToolHost(flow, { pool, trust, flowRef: 'flows/evil.json' });
       const err = await host.toolsFor('a1', runContext(`d${i}`).ctx).then(
         () => undefined,
@@ -182,7 +188,7 @@ describe('consent: dangerous commands written into a flow', { timeout: 120_000 }
 
     // Control: the markers work — once approved, form 15 (NODE_OPTIONS) does run and leaves its marker.
     const approvedForm = forms[15]!;
-    trust.approve(commandLineOf(approvedForm as Parameters<typeof commandLineOf>[0]));
+    approveFlow(trust, toolFlow({ ok: approvedForm }));
     const host = createMcpToolHost(toolFlow({ ok: approvedForm }), { pool, trust });
     await host.toolsFor('a1', runContext('control').ctx);
     expect(existsSync(join(markers, 'm15'))).toBe(true);
@@ -190,7 +196,7 @@ describe('consent: dangerous commands written into a flow', { timeout: 120_000 }
 
   it('an approved command changed by a later write (an argument, an env value, the cwd) is quarantined again', async () => {
     const base = { command: process.execPath, args: [FAULTY], env: { A: '1' } };
-    trust.approve(commandLineOf(base));
+    approveFlow(trust, toolFlow({ s: base }));
     const variants: ServerCfg[] = [
       { ...base, args: [FAULTY, '--inspect'] },
       { ...base, env: { A: '2' } },
@@ -222,8 +228,9 @@ describe('consent: dangerous commands written into a flow', { timeout: 120_000 }
     });
     expect(second.ok).toBe(true);
     expect(asked.join('\n')).toContain(formatCommandLine(commandLineOf(b)));
-    expect(trust.isApproved(commandLineOf(a)) && trust.isApproved(commandLineOf(b))).toBe(true);
+    expect(isFlowApproved(trust, flow)).toBe(true);
     const raw = JSON.parse(readFileSync(trust.path, 'utf8'));
-    expect(Object.keys(raw.commands)).toHaveLength(2);
+    expect(raw.flows).toHaveLength(1);
+    expect(raw.flows[0].uses).toHaveLength(2);
   });
 });

@@ -24,7 +24,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
-import { commandLineOf } from '../runtime/src/mcp/command-line.js';
+import { approveFlow, isFlowApproved } from '../runtime/src/mcp/consent.js';
 import { shutdownMcpPool } from '../runtime/src/mcp/pool.js';
 import { TrustStore } from '../runtime/src/mcp/trust.js';
 import { createServer, type ServerOptions, type SwitchboardServer } from '../runtime/src/server/index.js';
@@ -380,7 +380,7 @@ describe('consent', { timeout: 120_000 }, () => {
     await until(() => stored(s, 'tooly')?.rev === 2, 'the co-edit saved');
     expect(stored(s, 'tooly')!.flow.mcpServers?.s).toEqual(form);
     const trust = new TrustStore();
-    expect(trust.isApproved(commandLineOf(form as Parameters<typeof commandLineOf>[0]))).toBe(false);
+    expect(isFlowApproved(trust, stored(s, 'tooly')!.flow)).toBe(false);
 
     const run = await json('POST', '/api/runs', { flowId: 'tooly', input: 'go' });
     expect(run.statusCode).toBe(201);
@@ -392,17 +392,33 @@ describe('consent', { timeout: 120_000 }, () => {
     expect(ended.status).toBe('failed');
     expect(JSON.stringify(ended.error)).toContain('not approved by the local operator');
     expect(readdirSync(markers)).toEqual([]);
-    expect(new TrustStore().isApproved(commandLineOf(form as Parameters<typeof commandLineOf>[0]))).toBe(
-      false,
-    );
+    expect(isFlowApproved(new TrustStore(), stored(s, 'tooly')!.flow)).toBe(false);
 
     // Control: approved locally, the same saved flow runs it (the marker shows a spawn is seen).
-    new TrustStore().approve(commandLineOf(form as Parameters<typeof commandLineOf>[0]));
+    approveFlow(new TrustStore(), stored(s, 'tooly')!.flow);
     const again = (await json('POST', '/api/runs', { flowId: 'tooly', input: 'go' })).json().run.id as string;
     await until(async () => {
       const r = (await json('GET', `/api/runs/${again}`)).json().run;
       return ['completed', 'failed'].includes(r.status);
     }, 'the approved run');
     expect(existsSync(join(markers, 'm15'))).toBe(true);
+
+    // The approved flow's server edited in a room (one more env key): quarantined again.
+    rmSync(join(markers, 'm15'));
+    const b = await enter(port, 'tooly');
+    const g = docToFlow(b.doc);
+    const srv = g.mcpServers!.s as { command: string; env?: Record<string, string> };
+    g.mcpServers = { s: { ...srv, env: { ...srv.env, EXTRA: '1' } } };
+    applyFlowToDoc(b.doc, g);
+    b.leave();
+    await until(() => stored(s, 'tooly')?.rev === 3, 'the second co-edit saved');
+    const third = (await json('POST', '/api/runs', { flowId: 'tooly', input: 'go' })).json().run.id as string;
+    const refused = await until(async () => {
+      const r = (await json('GET', `/api/runs/${third}`)).json().run;
+      return ['completed', 'failed'].includes(r.status) ? r : undefined;
+    }, 'the run of the edited flow');
+    expect(refused.status).toBe('failed');
+    expect(JSON.stringify(refused.error)).toContain('changed since they were approved');
+    expect(existsSync(join(markers, 'm15'))).toBe(false);
   });
 });

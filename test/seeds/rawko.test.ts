@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { shellBuiltinCommandLine } from '../../runtime/src/mcp/consent.js';
+import { approveFlow } from '../../runtime/src/mcp/consent.js';
 import { TrustStore } from '../../runtime/src/mcp/trust.js';
 import {
   cannedReplies,
@@ -31,8 +31,7 @@ const GUIDANCE =
 /** A trust file in which the operator approved this flow's shell built-in (and nothing else). */
 function trusted(dir: string): TrustStore {
   const trust = new TrustStore(join(dir, 'trust.json'));
-  const shell = flow.mcpServers!['sandbox-shell'] as { options: Record<string, unknown> };
-  trust.approve(shellBuiltinCommandLine(shell.options), flow.id);
+  approveFlow(trust, flow);
   return trust;
 }
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commandLineOf } from '../mcp/command-line.js';
+import { approveFlow } from '../mcp/consent.js';
 import { TrustStore } from '../mcp/trust.js';
 import { agent, collectRun, edge, flow, node } from './testing/index.js';
 
@@ -35,6 +35,7 @@ describe('ACP-backed agents', () => {
     const { result, events } = await collectRun(acpFlow(), 'echo hi');
     expect(result.status).toBe('failed');
     expect(result.error?.code).toBe('consent_required');
+    expect(result.error?.message).toContain('not approved by the local operator for flow');
     expect(events.find((e) => e.type === 'node.failed')).toMatchObject({
       nodeId: 'ext',
       error: { code: 'consent_required' },
@@ -42,7 +43,7 @@ describe('ACP-backed agents', () => {
   });
 
   it('an approved agent process answers the turn; its streamed text becomes model.delta events', async () => {
-    new TrustStore(join(home, 'trust.json')).approve(commandLineOf(backend), 'test-flow');
+    approveFlow(new TrustStore(join(home, 'trust.json')), acpFlow());
     const { result, events } = await collectRun(acpFlow(), 'echo hello there');
     expect(result).toMatchObject({ status: 'completed', output: 'done' });
     const msg = events.find((e) => e.type === 'message' && e.nodeId === 'ext') as
@@ -55,8 +56,17 @@ describe('ACP-backed agents', () => {
     });
   });
 
+  it('an approval belongs to one flow: another flow with the same backend is refused', async () => {
+    approveFlow(new TrustStore(join(home, 'trust.json')), acpFlow());
+    const other = { ...acpFlow(), id: 'another-flow' };
+    const { result } = await collectRun(other, 'echo hi');
+    expect(result.status).toBe('failed');
+    expect(result.error?.code).toBe('consent_required');
+    expect(result.error?.message).toContain('switchboard trust another-flow');
+  });
+
   it('tool-permission requests outside the grant are denied with a tool.denied event', async () => {
-    new TrustStore(join(home, 'trust.json')).approve(commandLineOf(backend), 'test-flow');
+    approveFlow(new TrustStore(join(home, 'trust.json')), acpFlow());
     const { events } = await collectRun(acpFlow(), 'tool format_disk {}');
     expect(events.find((e) => e.type === 'tool.denied')).toMatchObject({
       nodeId: 'ext',

@@ -54,7 +54,7 @@ import {
 } from '../models/types.js';
 import type { ToolHandle, ToolHostContext } from '../tools/types.js';
 import { type AcpBackendConfig, type AcpSession, acpBehavior } from './acp-agent.js';
-import { errorInfo } from './error-info.js';
+import { errorInfo, FINAL_MODEL_CODES, operatorRefusal } from './error-info.js';
 import { Cancelled, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
 import { compileFlow, type GEdge, type GNode, type Graph, joinNode } from './graph.js';
@@ -253,6 +253,8 @@ export class Run {
     };
     if (this.options.baseDir !== undefined) ctx.baseDir = this.options.baseDir;
     if (this.options.allowLocalModels) ctx.allowLocalEndpoints = true;
+    if (this.options.outbound) ctx.outbound = this.options.outbound;
+    if (this.options.secrets) ctx.secrets = this.options.secrets;
     return ctx;
   }
 
@@ -803,7 +805,12 @@ export class Run {
         emit: (e) => this.emit(cx, { ...e }),
       };
       if (this.options.dataDir !== undefined) hctx.dataDir = this.options.dataDir;
-      const handles = await host.toolsFor(node.id, hctx);
+      let handles: Awaited<ReturnType<typeof host.toolsFor>>;
+      try {
+        handles = await host.toolsFor(node.id, hctx);
+      } catch (e) {
+        throw operatorRefusal(e) ?? e;
+      }
       for (const h of handles) ports.push(this.mcpPort(cx, node.id, h));
     }
     for (const e of node.delegates) ports.push(this.delegatePort(cx, node, e));
@@ -1163,10 +1170,10 @@ export class Run {
     let p = this.acpAgents.get(nodeId);
     if (!p) {
       p = (async () => {
-        const { requireCommandConsent } = await import('../mcp/consent.js');
-        const index = this.flow.nodes.findIndex((n) => n.id === nodeId);
+        const { requireFlowConsent } = await import('../mcp/consent.js');
         try {
-          requireCommandConsent(backend, `/nodes/${index}/config/backend`, { flowRef: this.flow.id });
+          // Approved for this flow as it is now (id and a hash of its command definitions).
+          requireFlowConsent(this.flow, 'acp-agent', nodeId);
         } catch (e) {
           throw new NodeError('consent_required', (e as Error).message, 1, false);
         }
@@ -1294,7 +1301,8 @@ export class Run {
     const node = nc.node;
     const maxAttempts = 1 + (node.role === 'agent' ? ((node.config.retries as number | undefined) ?? 1) : 0);
     const retryable =
-      !(e instanceof NodeError && !e.retryable) && !(e instanceof ModelError && e.code === 'cancelled');
+      !(e instanceof NodeError && !e.retryable) &&
+      !(e instanceof ModelError && FINAL_MODEL_CODES.has(e.code));
     if (retryable && attempt < maxAttempts) {
       this.emit(cx, {
         type: 'log',

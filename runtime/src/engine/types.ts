@@ -6,6 +6,8 @@
 import type { KindRegistry } from '@switchboard/nodes';
 import type { BudgetsT, Flow, RunEvent } from '@switchboard/schemas';
 import type { ModelFactory, ModelProvider } from '../models/types.js';
+import type { OutboundPolicy } from '../net/outbound.js';
+import type { SecretsPolicy } from '../net/secrets.js';
 import type { ToolHost } from '../tools/types.js';
 
 export type RunStatus =
@@ -88,6 +90,13 @@ export interface RunOptions {
    * them, e.g. `switchboard run --model default=http://127.0.0.1:11434/v1`). Default false.
    */
   allowLocalModels?: boolean;
+  /**
+   * The operator's outbound destinations (`--allow-outbound`): which loopback, private hosts or
+   * ranges model endpoints may reach. Default: public addresses only.
+   */
+  outbound?: OutboundPolicy;
+  /** Which `${env:NAME}` a model's apiKey may name, and where each may go. Default: the built-in defaults. */
+  secrets?: SecretsPolicy;
 }
 
 export interface RunHandle {

@@ -1,9 +1,13 @@
 /**
  * Consent for commands (DESIGN: "A stdio command runs only with the local operator's consent").
  * A flow may name stdio MCP servers, external ACP agent commands and the `shell` built-in; each
- * is started only once its exact command line is in the operator's trust file. This module lists
- * those command lines and records approvals; the tool host refuses anything not approved.
+ * is started only once the operator approved it FOR THAT FLOW: an approval names the flow id and
+ * a hash of every command definition of the flow (`definitionsHash`), so it never carries over
+ * to another flow that repeats the same command line, nor to an approved flow whose definitions
+ * changed since (a REST write, a co-editing room). This module lists those commands, records
+ * approvals, and answers "may this be spawned?" right before every spawn.
  */
+import { createHash } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import type { Flow } from '@switchboard/schemas';
 import {
@@ -15,11 +19,13 @@ import {
 } from './command-line.js';
 import { ConsentRequiredError } from './errors.js';
 import { canonicalJson } from './pins.js';
-import { TrustStore } from './trust.js';
+import { type ApprovedUse, type FlowApproval, TrustStore } from './trust.js';
+
+export type CommandKind = 'mcp-server' | 'acp-agent' | 'shell-builtin';
 
 export interface CommandUse {
   /** `mcp-server` (stdio server), `acp-agent` (agent backend) or `shell-builtin`. */
-  kind: 'mcp-server' | 'acp-agent' | 'shell-builtin';
+  kind: CommandKind;
   /** The mcpServers key or the agent node id: what `--trust NAME` names. */
   name: string;
   /** JSON-path-like location in the flow. */
@@ -29,6 +35,7 @@ export interface CommandUse {
   fingerprint: string;
   /** Env keys that make interpreters load code (NODE_OPTIONS, LD_PRELOAD, …). */
   risky: string[];
+  /** Approved for this flow, with the flow's command definitions unchanged since. */
   approved: boolean;
 }
 
@@ -46,9 +53,10 @@ export function serverCommandLine(cfg: ServerCfg): CommandLine | undefined {
   return undefined;
 }
 
-/** Every command a flow would spawn: stdio servers used by tool nodes, ACP agent backends, the shell built-in. */
-export function commandsOf(flow: Flow, store?: TrustStore): CommandUse[] {
-  const uses: Array<Omit<CommandUse, 'approved' | 'display' | 'fingerprint' | 'risky'>> = [];
+type Bare = Omit<CommandUse, 'approved' | 'display' | 'fingerprint' | 'risky'> & { fingerprint?: string };
+
+function bareUses(flow: Flow): Array<Bare & { fingerprint: string }> {
+  const uses: Bare[] = [];
   const referenced = new Set<string>();
   for (const n of flow.nodes)
     if (n.kind === 'tool' && typeof n.config.server === 'string') referenced.add(n.config.server);
@@ -74,17 +82,70 @@ export function commandsOf(flow: Flow, store?: TrustStore): CommandUse[] {
       });
     }
   });
-  const data = store?.read();
-  return uses.map((u) => {
-    const fingerprint = fingerprintOf(u.commandLine);
-    return {
-      ...u,
-      fingerprint,
-      display: formatCommandLine(u.commandLine),
-      risky: riskyEnvKeys(u.commandLine),
-      approved: data ? Object.hasOwn(data.commands, fingerprint) : false,
-    };
-  });
+  return uses.map((u) => ({ ...u, fingerprint: fingerprintOf(u.commandLine) }));
+}
+
+/**
+ * The hash an approval names: every command the flow would spawn (kind, name, exact command
+ * line), sorted. Any change — a new server, an edited argument, shell options, another agent
+ * backend — gives another hash, and the approval no longer holds.
+ */
+export function definitionsHash(flow: Flow): string {
+  const parts = bareUses(flow)
+    .map((u) => JSON.stringify([u.kind, u.name, u.fingerprint]))
+    .sort();
+  return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
+}
+
+function isApprovedIn(
+  record: FlowApproval | undefined,
+  hash: string,
+  u: Bare & { fingerprint: string },
+): boolean {
+  return (
+    record !== undefined &&
+    record.hash === hash &&
+    record.uses.some((a) => a.kind === u.kind && a.name === u.name && a.fingerprint === u.fingerprint)
+  );
+}
+
+/** Every command a flow would spawn: stdio servers used by tool nodes, ACP agent backends, the shell built-in. */
+export function commandsOf(flow: Flow, store?: TrustStore): CommandUse[] {
+  const record = store?.flowApproval(flow.id);
+  const hash = definitionsHash(flow);
+  return bareUses(flow).map((u) => ({
+    ...u,
+    display: formatCommandLine(u.commandLine),
+    risky: riskyEnvKeys(u.commandLine),
+    approved: isApprovedIn(record, hash, u),
+  }));
+}
+
+/** Why the flow's commands are not approved: never approved, or changed since. */
+function missingReason(flow: Flow, store: TrustStore): string {
+  const record = store.flowApproval(flow.id);
+  if (!record) return `no command of the flow "${flow.id}" is approved`;
+  if (record.hash !== definitionsHash(flow))
+    return `the flow's command definitions changed since they were approved on ${record.approvedAt}`;
+  return `this command of the flow "${flow.id}" is not among those approved`;
+}
+
+/** Records the operator's approval of `uses` (default: all) of the flow as it is now. */
+export function approveFlow(store: TrustStore, flow: Flow, uses?: CommandUse[]): void {
+  const all = uses ?? commandsOf(flow);
+  const approved: ApprovedUse[] = all.map((u) => ({
+    kind: u.kind,
+    name: u.name,
+    commandLine: u.commandLine,
+    display: u.display,
+    fingerprint: u.fingerprint,
+  }));
+  store.approveUses(flow.id, definitionsHash(flow), approved);
+}
+
+/** Whether every command of the flow is approved for it as it is now. */
+export function isFlowApproved(store: TrustStore, flow: Flow): boolean {
+  return commandsOf(flow, store).every((u) => u.approved);
 }
 
 /** One command as shown to the operator before approval. */
@@ -96,7 +157,62 @@ export function describeUse(u: CommandUse): string {
   ];
   if (u.risky.length)
     lines.push(`  warning: sets ${u.risky.join(', ')}, which make programs load extra code`);
+  if (u.kind === 'shell-builtin' && interpreterIn(u.commandLine))
+    lines.push(
+      `  warning: allows ${interpreterIn(u.commandLine)} with any arguments, which runs any code: whoever drives this flow's model (its author, a prompt injection) runs what they like as this user`,
+    );
   return lines.join('\n');
+}
+
+/** Programs that run whatever code (or program) they are given: allowing one with any arguments allows everything. */
+export const INTERPRETERS = new Set([
+  'node',
+  'nodejs',
+  'deno',
+  'bun',
+  'python',
+  'python3',
+  'python2',
+  'sh',
+  'bash',
+  'zsh',
+  'dash',
+  'ksh',
+  'fish',
+  'perl',
+  'ruby',
+  'php',
+  'lua',
+  'awk',
+  'gawk',
+  'env',
+  'xargs',
+  'npx',
+  'npm',
+  'pnpm',
+  'yarn',
+  'make',
+  'find',
+  'git',
+]);
+
+/** The first interpreter a shell built-in command line allows without fixed arguments, if any. */
+function interpreterIn(cl: CommandLine): string | undefined {
+  const opt = cl.args[0]?.startsWith('options=') ? cl.args[0].slice('options='.length) : '{}';
+  let allow: unknown;
+  try {
+    allow = (JSON.parse(opt) as { allow?: unknown }).allow;
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(allow)) return undefined;
+  for (const a of allow) {
+    if (typeof a !== 'string') continue;
+    const words = a.trim().split(/\s+/);
+    // With fixed leading arguments (`node --test`) the entry is narrower; alone it is anything.
+    if (words.length === 1 && INTERPRETERS.has(words[0]!)) return a;
+  }
+  return undefined;
 }
 
 export interface ConsentIO {
@@ -169,9 +285,9 @@ function named(u: CommandUse, trustArgs: string[]): boolean {
 }
 
 /**
- * Makes sure every command the flow would spawn is approved: those named by `trustArgs` are
- * approved (and recorded), the rest are asked about on a terminal; otherwise the result says
- * which command lines are missing. `switchboard run` calls this before starting a run.
+ * Makes sure every command the flow would spawn is approved for it: those named by `trustArgs`
+ * are approved (and recorded), the rest are asked about on a terminal; otherwise the result says
+ * which command lines are missing. `switchboard run` and `mcp` call this before starting.
  */
 export async function ensureConsent(flow: Flow, options: EnsureConsentOptions): Promise<ConsentResult> {
   const store = options.store ?? new TrustStore();
@@ -186,14 +302,13 @@ export async function ensureConsent(flow: Flow, options: EnsureConsentOptions): 
       io.print(describeUse(u));
       yes = await io.ask(`Allow Switchboard to run this command for flow "${flow.id}"?`);
     }
-    if (yes) {
-      store.approve(u.commandLine, flow.id);
-      approvedNow.push({ ...u, approved: true });
-    } else missing.push(u);
+    if (yes) approvedNow.push({ ...u, approved: true });
+    else missing.push(u);
   }
+  if (approvedNow.length) approveFlow(store, flow, [...uses.filter((u) => u.approved), ...approvedNow]);
   if (missing.length === 0) return { ok: true, approvedNow, missing };
   const message = [
-    `The flow "${flow.id}" needs commands the local operator has not approved:`,
+    `The flow "${flow.id}" needs commands the local operator has not approved for it (${missingReason(flow, store)}):`,
     ...missing.map(describeUse),
     `Approve them with \`${trustCommand(options.flowFile, options.trustFile)}\` (add --yes in scripts), or name them with --trust ${missing
       .map((m) => m.name)
@@ -203,22 +318,38 @@ export async function ensureConsent(flow: Flow, options: EnsureConsentOptions): 
 }
 
 /**
- * For code that spawns a command a flow names (stdio MCP servers here, ACP agent backends in
- * `acp/`): throws `ConsentRequiredError` — naming the exact command line and how to approve it —
- * unless the operator approved it. Call it right before spawning, every time.
+ * For code that spawns a command a flow names (stdio MCP servers and the shell built-in in the
+ * tool host, ACP agent backends in the engine): throws `ConsentRequiredError` — naming the flow,
+ * the exact command line and the `switchboard trust` command that approves it — unless the
+ * operator approved that command for this flow as it is now. Call it right before spawning,
+ * every time: the trust file is read afresh.
  */
-export function requireCommandConsent(
-  cfg: { command: string; args?: string[]; env?: Record<string, string>; cwd?: string },
-  where: string,
+export function requireFlowConsent(
+  flow: Flow,
+  kind: CommandKind,
+  name: string,
   options: { trust?: TrustStore; flowRef?: string } = {},
 ): CommandLine {
-  const cl = commandLineOf(cfg);
-  if (!(options.trust ?? new TrustStore()).isApproved(cl))
+  const trust = options.trust ?? new TrustStore();
+  const use = commandsOf(flow, trust).find((u) => u.kind === kind && u.name === name);
+  if (!use)
+    // Not one of the flow's commands (e.g. a server no tool node uses): nothing can approve it.
     throw new ConsentRequiredError(
-      where,
-      formatCommandLine(cl),
-      fingerprintOf(cl),
-      options.flowRef ?? 'FLOW',
+      kind === 'acp-agent' ? `nodes.${name}` : `mcpServers.${name}`,
+      `(${kind} ${name} is not a command this flow declares)`,
+      '',
+      flow.id,
+      options.flowRef ?? flow.id,
+      'it is not among the commands of the flow',
     );
-  return cl;
+  if (!use.approved)
+    throw new ConsentRequiredError(
+      use.where,
+      use.display,
+      use.fingerprint,
+      flow.id,
+      options.flowRef ?? flow.id,
+      missingReason(flow, trust),
+    );
+  return use.commandLine;
 }

@@ -25,21 +25,33 @@ export class McpHostError extends Error {
   }
 }
 
-/** Thrown when a stdio command (or the shell built-in) has not been approved by the local operator. */
+/**
+ * Thrown when a stdio command (or the shell built-in, or an ACP agent backend) is not approved by
+ * the local operator for the flow that names it, as that flow is now.
+ */
 export class ConsentRequiredError extends McpHostError {
   readonly commandLine: string;
   readonly fingerprint: string;
-  constructor(where: string, commandLine: string, fingerprint: string, flowHint: string) {
+  readonly flowId: string;
+  constructor(
+    where: string,
+    commandLine: string,
+    fingerprint: string,
+    flowId: string,
+    flowRef: string,
+    reason: string,
+  ) {
     super(
       'mcp.consent-required',
-      `${where}: the command is not approved by the local operator and was not started (quarantined).\n` +
+      `${where}: the command is not approved by the local operator for flow ${JSON.stringify(flowId)} and was not started (quarantined): ${reason}.\n` +
         `  command line: ${commandLine}\n` +
-        `  fingerprint:  ${fingerprint}\n` +
-        `  approve it with: switchboard trust ${flowHint}`,
+        (fingerprint ? `  fingerprint:  ${fingerprint}\n` : '') +
+        `  approve it with: switchboard trust ${flowRef}`,
     );
     this.name = 'ConsentRequiredError';
     this.commandLine = commandLine;
     this.fingerprint = fingerprint;
+    this.flowId = flowId;
   }
 }
 

@@ -58,6 +58,7 @@ export async function repinFlowTools(
         pool,
         trust: o.trust,
         pinOnFirstUse: false,
+        consentFlow: flow,
         ...(o.env ? { env: o.env } : {}),
         ...(o.baseDir ? { baseDir: o.baseDir } : {}),
         ...(o.outboundPolicy ? { outboundPolicy: o.outboundPolicy } : {}),

@@ -47,6 +47,8 @@ class LazyOpenAIProvider implements ModelProvider {
       provider = await this.inner;
     } catch (e) {
       this.inner = undefined;
+      // A refusal by the operator's policy keeps its name (it is never retried).
+      if (e instanceof ModelError) throw e;
       throw new ModelError('bad_request', (e as Error).message, 0);
     }
     return provider.complete(request);

@@ -5,6 +5,7 @@
  */
 import type { ModelConfigT } from '@switchboard/schemas';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { SecretsPolicy } from '../net/secrets.js';
 import { createOpenAIProvider, makeOpenAIProvider, type OpenAIProviderOptions } from './openai.js';
 import { type FakeOpenAIServer, type FakeStep, startFakeOpenAIServer } from './testing/fake-openai-server.js';
 import {
@@ -178,12 +179,69 @@ describe('openai provider: normal answers', () => {
     });
   });
 
-  it('sends the key resolved from ${env:…}, and a placeholder when there is none', async () => {
+  it('sends the key resolved from ${env:…} where the operator bound it, and a placeholder when there is none', async () => {
     fake.enqueue({ reply: { text: 'a' } }, { reply: { text: 'b' } });
-    await call(provider({}, { apiKey: '${env:FAKE_KEY}' }));
+    const bound = { ...ctx, secrets: new SecretsPolicy([['FAKE_KEY', [new URL(fake.url).host]]]) };
+    const config = {
+      provider: 'openai',
+      model: 'fake-model',
+      baseURL: fake.url,
+      apiKey: '${env:FAKE_KEY}',
+    } as const;
+    await call(makeOpenAIProvider('default', config, bound, FAST));
     expect(fake.requests.at(-1)!.headers.authorization).toBe('Bearer sk-test-123');
     await call(provider());
     expect(fake.requests.at(-1)!.headers.authorization).toMatch(/^Bearer \S+/);
+  });
+
+  it('refuses a key the operator did not bind to this endpoint before any request, naming it and the host', async () => {
+    const before = fake.requests.length;
+    const host = new URL(fake.url).host;
+    expect(() => provider({}, { apiKey: '${env:FAKE_KEY}' })).toThrow(
+      `models.default.apiKey: the operator does not let flows use the environment variable FAKE_KEY (it would go to ${host})`,
+    );
+    const elsewhere = { ...ctx, secrets: new SecretsPolicy([['FAKE_KEY', ['api.example.com']]]) };
+    let err: unknown;
+    try {
+      makeOpenAIProvider(
+        'default',
+        { provider: 'openai', baseURL: fake.url, apiKey: '${env:FAKE_KEY}' },
+        elsewhere,
+        FAST,
+      );
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toMatchObject({ code: 'secret_refused' });
+    expect((err as Error).message).toContain(
+      `FAKE_KEY may not be sent to ${host}; the operator binds it to api.example.com`,
+    );
+    expect((err as Error).message).not.toContain('sk-test-123');
+    expect(fake.requests.length).toBe(before);
+  });
+
+  it('takes every secret value out of what an endpoint echoes (an error body, an answer)', async () => {
+    fake.enqueue(
+      {
+        fault: 'status',
+        status: 400,
+        body: JSON.stringify({ error: { message: 'bad key Bearer sk-test-123 given' } }),
+      },
+      { reply: { text: 'your key is sk-test-123' } },
+    );
+    const bound = { ...ctx, secrets: new SecretsPolicy([['FAKE_KEY', [new URL(fake.url).host]]]) };
+    const p = makeOpenAIProvider(
+      'default',
+      { provider: 'openai', model: 'fake-model', baseURL: fake.url, apiKey: '${env:FAKE_KEY}' },
+      bound,
+      FAST,
+    );
+    const failed = await call(p);
+    expect(failed.error?.message).toContain('[secret FAKE_KEY]');
+    expect(JSON.stringify(failed)).not.toContain('sk-test-123');
+    const echoed = await call(p);
+    expect(echoed.response?.text).toBe('your key is [secret FAKE_KEY]');
+    expect(echoed.deltas.join('')).not.toContain('sk-test-123');
   });
 });
 
@@ -191,7 +249,7 @@ describe('openai provider: outbound policy', () => {
   it('refuses a loopback endpoint unless the operator allowed local models', async () => {
     const p = makeOpenAIProvider('default', { provider: 'openai', baseURL: fake.url }, ctx, {});
     const out = await call(p);
-    expect(out.error).toMatchObject({ code: 'network', attempts: 1 });
+    expect(out.error).toMatchObject({ code: 'outbound_refused', attempts: 1 });
     expect(out.error?.message).toMatch(/loopback/);
     expect(out.requests).toBe(0);
   });
@@ -209,7 +267,7 @@ describe('openai provider: outbound policy', () => {
       delete env.SWITCHBOARD_ALLOW_LOCAL_MODELS;
     }
     const refused = await call(createOpenAIProvider('default', config, ctx));
-    expect(refused.error?.code).toBe('network');
+    expect(refused.error?.code).toBe('outbound_refused');
   });
 
   it('rejects a baseURL that is not http(s) when the provider is made', () => {

@@ -16,6 +16,7 @@
 import type { ModelConfigT } from '@switchboard/schemas';
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import {
+  type BoundSecret,
   createGuardedFetch,
   OutboundBlockedError,
   OutboundNetworkError,
@@ -31,6 +32,7 @@ import {
   withAnswerRetry,
   withTransportRetry,
 } from './retry.js';
+import { resolveApiKey, withRedaction } from './secrets.js';
 import {
   type ChatMessage,
   ModelError,
@@ -118,7 +120,12 @@ const describe = (err: unknown) => (err instanceof Error ? err.message : String(
 /** Classifies anything an attempt threw (SDK errors, our outbound errors, parse errors). */
 export function classifyOpenAIError(err: unknown): AttemptFailure {
   const blocked = findCause(err, isBlocked);
-  if (blocked) return { code: 'network', retryable: false, message: blocked.message };
+  if (blocked)
+    return {
+      code: blocked.reason.includes('the secret') ? 'secret_refused' : 'outbound_refused',
+      retryable: false,
+      message: blocked.message,
+    };
   if (err instanceof APIError && err.status !== undefined) {
     const status = err.status;
     const message = `HTTP ${status}: ${err.message}`.slice(0, 500);
@@ -249,6 +256,7 @@ class OpenAIProvider implements ModelProvider {
     apiKey: string,
     policy: OutboundPolicy,
     options: OpenAIProviderOptions,
+    secrets: readonly BoundSecret[] = [],
   ) {
     const timeoutMs = config.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.attemptTimeoutMs = Math.max(options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS, timeoutMs);
@@ -268,6 +276,7 @@ class OpenAIProvider implements ModelProvider {
         timeoutMs,
         idleTimeoutMs: timeoutMs,
         maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+        secrets,
       }),
     });
   }
@@ -491,6 +500,8 @@ function flagOn(value: string | undefined): boolean {
   return value !== undefined && /^(1|true|yes)$/i.test(value.trim());
 }
 
+const OPENAI_ENDPOINT = 'https://api.openai.com/v1';
+
 /** The provider with explicit options; `createOpenAIProvider` derives them from the context. */
 export function makeOpenAIProvider(
   name: string,
@@ -498,7 +509,6 @@ export function makeOpenAIProvider(
   ctx: ModelFactoryContext,
   options: OpenAIProviderOptions = {},
 ): ModelProvider {
-  const apiKey = config.apiKey ? ctx.resolveEnv(config.apiKey) : undefined;
   if (config.baseURL !== undefined) {
     try {
       const u = new URL(config.baseURL);
@@ -507,9 +517,20 @@ export function makeOpenAIProvider(
       throw new ModelError('bad_request', `models.${name}.baseURL: not an http(s) URL: ${config.baseURL}`, 0);
     }
   }
+  const endpoint = config.baseURL ?? OPENAI_ENDPOINT;
+  const { apiKey, bound } = resolveApiKey(name, config.apiKey, endpoint, ctx);
   const local = options.allowLocalEndpoints ?? false;
-  const policy = options.policy ?? { allowLoopback: local, allowPrivate: local };
-  return new OpenAIProvider(name, config, apiKey || PLACEHOLDER_KEY, policy, options);
+  const operator = ctx.outbound ?? {};
+  const policy = options.policy ?? {
+    ...operator,
+    allowLoopback: local || operator.allowLoopback === true,
+    allowPrivate: local || operator.allowPrivate === true,
+  };
+  // What the endpoint sends back loses every secret value (it may echo the Authorization header).
+  return withRedaction(
+    new OpenAIProvider(name, config, apiKey || PLACEHOLDER_KEY, policy, options, bound),
+    bound,
+  );
 }
 
 /** The factory the engine loads lazily (`await import('./openai.js')`). */

@@ -7,6 +7,8 @@
 // node behaviours and model providers speak the same types without a copy to keep in step.
 import type { ChatMessage, ToolCallRequest, ToolSpec } from '@switchboard/nodes/core';
 import type { ModelConfigT } from '@switchboard/schemas';
+import type { OutboundPolicy } from '../net/outbound.js';
+import type { SecretsPolicy } from '../net/secrets.js';
 
 export type { ChatMessage, ToolCallRequest, ToolSpec };
 
@@ -55,7 +57,11 @@ export type ModelErrorCode =
   | 'cancelled'
   | 'auth'
   | 'bad_request'
-  | 'script_exhausted';
+  | 'script_exhausted'
+  /** The operator's policy refuses the endpoint (`--allow-outbound`); never retried. */
+  | 'outbound_refused'
+  /** The operator's secrets policy refuses the key for the endpoint; never retried. */
+  | 'secret_refused';
 
 /** A typed model failure: what happened, why, and after how many attempts. */
 export class ModelError extends Error {
@@ -84,6 +90,10 @@ export interface ModelFactoryContext {
    * `resolveEnv`). Link-local addresses (cloud metadata) stay refused.
    */
   allowLocalEndpoints?: boolean;
+  /** The operator's outbound destinations (`--allow-outbound`, SWITCHBOARD_ALLOW_OUTBOUND). */
+  outbound?: OutboundPolicy;
+  /** Which `${env:NAME}` an apiKey may name and where each may go; default: the built-in defaults. */
+  secrets?: SecretsPolicy;
 }
 
 export type ModelFactory = (name: string, config: ModelConfigT, ctx: ModelFactoryContext) => ModelProvider;

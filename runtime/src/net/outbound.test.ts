@@ -202,7 +202,7 @@ describe('SSRF: URL variants', () => {
     expect(verdict).toEqual({
       ok: false,
       reason:
-        'refused: 169.254.169.254 is a linkLocal address (the operator can allow it with allowLinkLocal)',
+        'refused: 169.254.169.254 is a linkLocal address; the operator can allow it with --allow-outbound 169.254.169.254:80 (a link-local address: cloud metadata lives there)',
     });
     const scheme = await checkUrl('file:///etc/passwd');
     expect(scheme).toEqual({ ok: false, reason: 'refused: scheme file: (only http: and https:)' });

@@ -31,6 +31,7 @@ import {
   type OutboundPolicy,
   systemResolver,
 } from './policy.js';
+import { type BoundSecret, secretOutOfPlace } from './secret-scan.js';
 
 export { type AddressClass, classifyAddress } from './ip.js';
 export {
@@ -40,6 +41,7 @@ export {
   type HostResolver,
   type OutboundPolicy,
 } from './policy.js';
+export { type BoundSecret, hostMatchesBinding } from './secret-scan.js';
 
 export interface OutboundOptions {
   policy?: OutboundPolicy;
@@ -53,19 +55,41 @@ export interface OutboundOptions {
   maxResponseBytes?: number;
   /** DNS resolution, injectable for tests (simulated answers, rebinding). */
   resolve?: HostResolver;
+  /**
+   * Secret values this request may carry and where each may go. Every hop (redirects too) is
+   * refused when its URL, a header or the body holds one of them and its host is not one the
+   * secret is bound to: the last line that keeps a key from reaching a host the operator did
+   * not name, whatever path it took into the request.
+   */
+  secrets?: readonly BoundSecret[];
 }
 
 export type OutboundInit = RequestInit & OutboundOptions;
 
-/** The policy refused a URL (scheme, host, or an address class the operator did not allow). */
+/** A URL without its query and fragment: enough to say where, never a key passed in a query. */
+export function urlForMessage(url: string | URL): string {
+  try {
+    const u = typeof url === 'string' ? new URL(url) : url;
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return String(url)
+      .replace(/[?#].*$/s, '')
+      .slice(0, 200);
+  }
+}
+
+/**
+ * The policy refused a URL (scheme, host, an address class or a secret the operator did not
+ * allow there). Named `outbound_refused`: the operator's decision, so retrying cannot help.
+ */
 export class OutboundBlockedError extends Error {
   override readonly name = 'OutboundBlockedError';
-  readonly code = 'ERR_OUTBOUND_BLOCKED';
+  readonly code = 'outbound_refused';
   constructor(
     readonly url: string,
     readonly reason: string,
   ) {
-    super(`${reason} — ${url}`);
+    super(`outbound_refused: ${reason} — ${urlForMessage(url)}`);
   }
 }
 
@@ -404,6 +428,14 @@ export async function outboundFetch(
   let hop = await firstHop(input, init);
   for (let redirects = 0; ; redirects++) {
     // DNS is bounded too: a resolver that never answers must not outlive the timeout or a cancel.
+    const leaked = init.secrets?.length
+      ? secretOutOfPlace(hop.url, hop.headers, hop.body, init.secrets)
+      : undefined;
+    if (leaked)
+      throw new OutboundBlockedError(
+        hop.url.href,
+        `refused: the secret ${leaked} may not be sent to ${hop.url.host} (the operator binds it to other hosts)`,
+      );
     const verdict = await bounded(checkUrl(hop.url, policy, resolve), timeoutMs, signal, hop.url.host);
     if (!verdict.ok) throw new OutboundBlockedError(hop.url.href, verdict.reason);
     if (signal?.aborted) throw abortReason(signal);

@@ -4,6 +4,8 @@
  * one), and every address its host resolves to is of a class the operator allowed.
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
+import type { Destination } from './destinations.js';
+import { allowFlagFor, destinationAllows } from './destinations.js';
 import { type AddressClass, classifyAddress } from './ip.js';
 
 export interface OutboundPolicy {
@@ -21,6 +23,11 @@ export interface OutboundPolicy {
    * matches any subdomain of suffix but not suffix itself. Address checks still apply.
    */
   allowHosts?: string[];
+  /**
+   * Hosts (with an optional port) and address ranges the operator allowed although their
+   * addresses are internal (`--allow-outbound mcp.internal:8080`, `--allow-outbound 10.1.0.0/16`).
+   */
+  allowDestinations?: Destination[];
 }
 
 /** Resolves a host name to its addresses; injectable so tests can simulate DNS answers. */
@@ -50,19 +57,26 @@ function allowedBy(kind: AddressClass, policy: OutboundPolicy): boolean {
   }
 }
 
-const SWITCH_FOR: Record<AddressClass, string> = {
-  public: '',
-  loopback: 'allowLoopback',
-  unspecified: 'allowLoopback',
-  private: 'allowPrivate',
-  linkLocal: 'allowLinkLocal',
-  reserved: '',
-};
-
-function refusal(host: string, address: string, kind: AddressClass): string {
-  const hint = SWITCH_FOR[kind] ? ` (the operator can allow it with ${SWITCH_FOR[kind]})` : '';
+function refusal(host: string, address: string, kind: AddressClass, port: number): string {
+  const flag = allowFlagFor(kind, host, port);
+  const hint = flag ? `; the operator can allow it with ${flag}` : '; never allowed';
   const where = host === address ? address : `${host} (${address})`;
   return `refused: ${where} is a ${kind} address${hint}`;
+}
+
+const portOf = (url: URL) => (url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80);
+
+/** Whether the policy lets this address of this host through. */
+function addressAllowed(
+  kind: AddressClass,
+  policy: OutboundPolicy,
+  host: string,
+  port: number,
+  address: string,
+) {
+  if (allowedBy(kind, policy)) return true;
+  if (kind === 'reserved') return false;
+  return destinationAllows(policy.allowDestinations, host, port, address);
 }
 
 /** Host names without the trailing root dot, lower-cased, IPv6 without brackets. */
@@ -125,15 +139,18 @@ export async function checkUrl(
   const { url } = first;
   const host = normalizeHost(url.hostname);
 
+  const port = portOf(url);
   const literal = classifyAddress(host);
   if (literal) {
-    if (!allowedBy(literal.kind, policy)) return { ok: false, reason: refusal(host, host, literal.kind) };
+    if (!addressAllowed(literal.kind, policy, host, port, literal.address))
+      return { ok: false, reason: refusal(host, host, literal.kind, port) };
     return { ok: true, url, addresses: [literal.address] };
   }
 
   // RFC 6761: `localhost` and `*.localhost` are loopback whatever a resolver or /etc/hosts says.
   if (host === 'localhost' || host.endsWith('.localhost')) {
-    if (!policy.allowLoopback) return { ok: false, reason: refusal(host, host, 'loopback') };
+    if (!policy.allowLoopback && !destinationAllows(policy.allowDestinations, host, port, '127.0.0.1'))
+      return { ok: false, reason: refusal(host, host, 'loopback', port) };
     return { ok: true, url, addresses: ['127.0.0.1', '::1'] };
   }
 
@@ -149,8 +166,8 @@ export async function checkUrl(
   for (const answer of answers) {
     const parsed = classifyAddress(answer);
     if (!parsed) return { ok: false, reason: `refused: ${host} resolved to a non-address ${answer}` };
-    if (!allowedBy(parsed.kind, policy))
-      return { ok: false, reason: refusal(host, parsed.address, parsed.kind) };
+    if (!addressAllowed(parsed.kind, policy, host, port, parsed.address))
+      return { ok: false, reason: refusal(host, parsed.address, parsed.kind, port) };
     addresses.push(parsed.address);
   }
   return { ok: true, url, addresses };

@@ -91,6 +91,16 @@ export interface ServerOptions {
   /** Resume runs the last process left running (default true). */
   recover?: boolean;
   env?: NodeJS.ProcessEnv;
+  /**
+   * `--allow-outbound` values (loopback, private, HOST[:PORT], CIDR), added to
+   * SWITCHBOARD_ALLOW_OUTBOUND: where model endpoints, MCP HTTP servers and the http built-in
+   * may connect beyond public addresses.
+   */
+  allowOutbound?: string[];
+  /** `--secrets-config FILE`, read after `DATA_DIR/secrets.json`. */
+  secretsConfig?: string;
+  /** `--allow-secret NAME=HOST[,HOST]` values. */
+  allowSecrets?: string[];
 }
 
 export interface SwitchboardServer {
@@ -134,6 +144,24 @@ export function editorAddress(
 }
 
 export { defaultEditorDir };
+
+/** The operator's outbound destinations and secrets policy; a bad value is a ServerConfigError. */
+async function operatorPolicy(options: ServerOptions, env: NodeJS.ProcessEnv, dataDir: string) {
+  const { operatorOutboundEntries, outboundPolicyFrom } = await import('../net/destinations.js');
+  const { loadSecretsPolicy } = await import('../net/secrets.js');
+  try {
+    return {
+      outbound: outboundPolicyFrom(operatorOutboundEntries(options.allowOutbound, env)),
+      secrets: loadSecretsPolicy({
+        dataDir,
+        ...(options.secretsConfig ? { configFile: options.secretsConfig } : {}),
+        ...(options.allowSecrets ? { allow: options.allowSecrets } : {}),
+      }),
+    };
+  } catch (e) {
+    throw new ServerConfigError((e as Error).message);
+  }
+}
 
 export class ServerConfigError extends Error {
   override readonly name = 'ServerConfigError';
@@ -205,19 +233,35 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     staticRoutes: editorRoutes,
   });
 
+  // The operator's decisions, never a flow's: where runs may connect, which secrets go where.
+  const { outbound, secrets } = await operatorPolicy(options, env, store.dir).catch(async (e: unknown) => {
+    if (ownStore) await store.close();
+    throw e;
+  });
+
   // Tools go through the MCP host, which spawns a stdio server only after the local operator
   // approved that exact command line (`switchboard trust`); REST never approves anything.
   let tools = options.runs?.tools;
   if (!tools) {
     const { createMcpToolHost } = await import('../tools/mcp-host.js');
+    const { quoteWord } = await import('../mcp/command-line.js');
+    // A refusal names the command that approves the flow as stored here, on this machine.
     tools = ({ flow }) =>
-      createMcpToolHost(flow, { env: env as Record<string, string | undefined>, storeDir: store.dir });
+      createMcpToolHost(flow, {
+        env: env as Record<string, string | undefined>,
+        flowRef: `--data ${quoteWord(store.dir)} ${quoteWord(flow.id)}`,
+        outboundPolicy: outbound,
+        secrets,
+        storeDir: store.dir,
+      });
   }
 
   // Run events go to the hub once durable, so a client sees nothing that is not stored; to
   // provisional clients also once written (they learn of durability after).
   let hub!: EventHub;
   const runs = new RunManager({
+    outbound,
+    secrets,
     ...options.runs,
     tools,
     store,

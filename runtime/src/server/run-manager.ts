@@ -62,6 +62,9 @@ export interface RunManagerOptions {
   /** Human nodes without an answer: wait for an `answer` command (server) or fail (headless). */
   humanInput?: 'wait' | 'fail';
   env?: Record<string, string | undefined>;
+  /** The operator's outbound destinations and secrets policy, for every run (models and tools). */
+  outbound?: RunOptions['outbound'];
+  secrets?: RunOptions['secrets'];
   logger?: Logger;
   /** When a run that never waits lets the event loop turn, and writes a checkpoint then. */
   slice?: Partial<SliceOptions>;
@@ -363,6 +366,8 @@ export class RunManager {
     if (inner) options.tools = journaledTools(inner, js);
     if (this.o.models) options.models = this.o.models;
     if (this.o.env) options.env = this.o.env;
+    if (this.o.outbound) options.outbound = this.o.outbound;
+    if (this.o.secrets) options.secrets = this.o.secrets;
     if (spec.answers) options.answers = spec.answers;
     // Continue after the last event on disk: events written after the checkpoint stay in the
     // log as history, and the replayed turn's events follow them with no gap and no duplicate.

@@ -12,15 +12,22 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Flow, FlowEdgeT, FlowNodeT } from '@switchboard/schemas';
 import { dict } from '@switchboard/schemas/core';
 import { createBuiltinServer } from '../mcp/builtin/index.js';
-import { commandLineOf, fingerprintOf, formatCommandLine } from '../mcp/command-line.js';
+import { commandLineOf, fingerprintOf } from '../mcp/command-line.js';
 import type { McpConnection, ServerSpec } from '../mcp/connection.js';
-import { serverCommandLine } from '../mcp/consent.js';
-import { minimalEnv, resolveEnvRefs } from '../mcp/env.js';
-import { ConsentRequiredError, errorText, McpHostError } from '../mcp/errors.js';
+import { requireFlowConsent, serverCommandLine } from '../mcp/consent.js';
+import { envRefsIn, minimalEnv, resolveEnvRefs } from '../mcp/env.js';
+import { errorText, McpHostError } from '../mcp/errors.js';
 import { toolPinHash } from '../mcp/pins.js';
 import { getMcpPool, type McpPool } from '../mcp/pool.js';
 import { TrustStore } from '../mcp/trust.js';
-import { createGuardedFetch, type OutboundPolicy } from '../net/outbound.js';
+import {
+  type BoundSecret,
+  checkUrl,
+  createGuardedFetch,
+  OutboundBlockedError,
+  type OutboundPolicy,
+} from '../net/outbound.js';
+import { redact, redactDeep, SecretsPolicy } from '../net/secrets.js';
 import { passesFilter } from './filter.js';
 import { assignToolNames } from './names.js';
 import type { ToolCallOptions, ToolHandle, ToolHost, ToolHostContext, ToolResult } from './types.js';
@@ -36,6 +43,11 @@ export interface McpToolHostOptions {
   baseDir?: string;
   /** The operator's policy for MCP HTTP servers and the `http` built-in. */
   outboundPolicy?: OutboundPolicy;
+  /**
+   * Which `${env:NAME}` an MCP server's url and headers may name and where each may go (stdio
+   * env values are covered by the flow's consent instead). Default: the built-in defaults.
+   */
+  secrets?: SecretsPolicy;
   /** Absolute roots the `filesystem` built-in may be given. */
   allowedRoots?: string[];
   /** The server's data directory: no built-in root may contain it or reach into it beyond the run's folder. */
@@ -46,6 +58,11 @@ export interface McpToolHostOptions {
   maxResultChars?: number;
   /** How the flow is named in "approve it with: switchboard trust …". Default the flow id. */
   flowRef?: string;
+  /**
+   * The flow whose approval is checked (default: `flow`). For hosts over a derived flow, such as
+   * the probe of `switchboard trust --tools`, so that consent is still the real flow's.
+   */
+  consentFlow?: Flow;
   /** Record a pin for a tool seen for the first time (default true: first use is approval). */
   pinOnFirstUse?: boolean;
 }
@@ -111,9 +128,19 @@ export function toResult(
   };
 }
 
-function errorResult(e: unknown): ToolResult {
+function errorResult(e: unknown, secrets: readonly BoundSecret[] = []): ToolResult {
   const code = e instanceof McpHostError ? e.code : 'mcp.error';
-  return { content: `${code}: ${errorText(e)}`, isError: true };
+  return { content: redact(`${code}: ${errorText(e)}`, secrets), isError: true };
+}
+
+/** A tool result with every secret value taken out (a server may echo what it was sent). */
+function redactResult(r: ToolResult, secrets: readonly BoundSecret[]): ToolResult {
+  if (secrets.length === 0) return r;
+  return {
+    ...r,
+    content: redact(r.content, secrets),
+    ...(r.structured !== undefined ? { structured: redactDeep(r.structured, secrets) } : {}),
+  };
 }
 
 /** Creates the MCP-backed ToolHost for one flow. */
@@ -125,6 +152,15 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
   const runs = new Map<string, RunState>();
   const nodes = new Map<string, FlowNodeT>(flow.nodes.map((n) => [n.id, n]));
   const flowRef = options.flowRef ?? flow.id;
+  const secretsPolicy = options.secrets ?? new SecretsPolicy();
+  /** Values never to be sent elsewhere, nor shown: the operator's secrets and resolved stdio env refs. */
+  const secrets: BoundSecret[] = secretsPolicy.boundSecrets(env);
+  // A stdio env reference may hold an ordinary word (`${env:NODE_ENV}`): only values long enough
+  // to be a key count as one, so that "production" is not cut out of every tool result.
+  const addSecret = (name: string, value: string) => {
+    if (value.length >= 16 && !secrets.some((s) => s.value === value))
+      secrets.push({ name, value, hosts: [] });
+  };
 
   function serverCfg(name: string, toolNodeId: string): ServerCfg {
     const cfg = flow.mcpServers && Object.hasOwn(flow.mcpServers, name) ? flow.mcpServers[name] : undefined;
@@ -137,17 +173,22 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
   }
 
   function requireConsent(name: string, cfg: ServerCfg): void {
-    const cl = serverCommandLine(cfg);
-    if (cl && !trust.isApproved(cl))
-      throw new ConsentRequiredError(`mcpServers.${name}`, formatCommandLine(cl), fingerprintOf(cl), flowRef);
+    if (!serverCommandLine(cfg)) return;
+    requireFlowConsent(options.consentFlow ?? flow, 'command' in cfg ? 'mcp-server' : 'shell-builtin', name, {
+      trust,
+      flowRef,
+    });
   }
 
   function specOf(name: string, cfg: ServerCfg, run: RunState): ServerSpec {
     const where = `mcpServers.${name}`;
     if ('command' in cfg) {
       const resolvedEnv = dict<string>();
-      for (const [k, v] of Object.entries(cfg.env ?? {}))
+      for (const [k, v] of Object.entries(cfg.env ?? {})) {
         resolvedEnv[k] = resolveEnvRefs(v, env, `${where}.env.${k}`);
+        // Consent covers handing it to the approved process; it still never shows in events.
+        for (const ref of envRefsIn(v)) addSecret(ref, env[ref] ?? '');
+      }
       const childEnv = dict([...Object.entries(minimalEnv()), ...Object.entries(resolvedEnv)]);
       const cwd = cfg.cwd
         ? isAbsolute(cfg.cwd)
@@ -166,8 +207,13 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
       };
     }
     if ('url' in cfg) {
+      // The operator's policy decides, before anything is looked up or sent, whether each
+      // variable the url and headers name may go to the host the url names.
       const url = resolveEnvRefs(cfg.url, env, `${where}.url`);
       if (!URL.canParse(url)) throw new McpHostError('mcp.bad-config', `${where}.url is not a valid URL`);
+      for (const ref of envRefsIn(cfg.url)) secretsPolicy.check(ref, url, `${where}.url`);
+      for (const [k, v] of Object.entries(cfg.headers ?? {}))
+        for (const ref of envRefsIn(v)) secretsPolicy.check(ref, url, `${where}.headers.${k}`);
       const headers = dict<string>();
       for (const [k, v] of Object.entries(cfg.headers ?? {}))
         headers[k] = resolveEnvRefs(v, env, `${where}.headers.${k}`);
@@ -177,7 +223,7 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
         label: name,
         url,
         headers,
-        fetch: createGuardedFetch(options.outboundPolicy ?? {}),
+        fetch: createGuardedFetch(options.outboundPolicy ?? {}, { secrets }),
       };
     }
     const ctx = run.ctx;
@@ -197,6 +243,7 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
             // A root never reaches the run's own files (nor, on a server, the data directory).
             protect: { run: dataDir, ...(options.storeDir ? { store: options.storeDir } : {}) },
             ...(options.outboundPolicy ? { outboundPolicy: options.outboundPolicy } : {}),
+            secrets,
           },
           { allowedRoots: options.allowedRoots ?? [] },
         ),
@@ -247,8 +294,15 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
       p = (async () => {
         requireConsent(name, cfg);
         const spec = specOf(name, cfg, run);
+        if (spec.kind === 'http') {
+          // A destination the operator did not allow fails by name now, not after retries.
+          const verdict = await checkUrl(spec.url, options.outboundPolicy ?? {});
+          if (!verdict.ok)
+            throw new OutboundBlockedError(spec.url, `mcpServers.${name}.url ${verdict.reason}`);
+        }
         const conn = pool.acquire(spec, run.ctx.runId, {
-          log: (level, text) => run.ctx.emit?.({ type: 'log', level, text, nodeId: toolNodeId }),
+          log: (level, text) =>
+            run.ctx.emit?.({ type: 'log', level, text: redact(text, secrets), nodeId: toolNodeId }),
           toolsChanged: (tools) => {
             for (const t of tools) {
               const why =
@@ -294,11 +348,12 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
           if (!current)
             return errorResult(
               new McpHostError('mcp.tool-unknown', `${serverName} no longer offers ${tool.name}`),
+              secrets,
             );
           const why = pinProblem(cfg, current);
           if (why) {
             reportDisabled(run, serverName, tool.name, why, toolNode.id);
-            return errorResult(new McpHostError('mcp.tool-disabled', why));
+            return errorResult(new McpHostError('mcp.tool-disabled', why), secrets);
           }
           const timeoutMs = o.timeoutMs ?? nodeTimeout ?? options.defaultTimeoutMs ?? 30_000;
           const r = await conn.callTool(tool.name, args ?? {}, {
@@ -308,14 +363,14 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
               ? {
                   onProgress: (p: { progress: number; total?: number; message?: string }) =>
                     o.onLog!(
-                      `progress ${p.progress}${p.total !== undefined ? `/${p.total}` : ''}${p.message ? ` ${p.message}` : ''}`,
+                      `progress ${p.progress}${p.total !== undefined ? `/${p.total}` : ''}${p.message ? ` ${redact(p.message, secrets)}` : ''}`,
                     ),
                 }
               : {}),
           });
-          return toResult(r, maxChars);
+          return redactResult(toResult(r, maxChars), secrets);
         } catch (e) {
-          return errorResult(e);
+          return errorResult(e, secrets);
         }
       },
     };
@@ -338,7 +393,14 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
         if (toolNode?.kind !== 'tool') continue;
         const serverName = String(toolNode.config.server ?? '');
         const cfg = serverCfg(serverName, toolNode.id);
-        const conn = await connectionFor(serverName, cfg, run, toolNode.id);
+        let conn: McpConnection;
+        try {
+          conn = await connectionFor(serverName, cfg, run, toolNode.id);
+        } catch (e) {
+          // A server that would not start may have echoed what it was sent into the error.
+          if (e instanceof Error) e.message = redact(e.message, secrets);
+          throw e;
+        }
         const allow = Array.isArray(edge.config?.allow) ? (edge.config.allow as string[]) : undefined;
         for (const tool of conn.currentTools) {
           const ok = passesFilter(tool.name, {

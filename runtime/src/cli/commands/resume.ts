@@ -4,16 +4,18 @@
  */
 import type { Command } from 'commander';
 import { type CliContext, EXIT } from '../context.js';
+import { addOperatorFlags, type OperatorFlags, operatorPolicyOf } from '../operator-flags.js';
 import { startFailure } from './serve.js';
 
 export function registerResume(program: Command, ctx: CliContext): void {
-  program
+  const cmd = program
     .command('resume')
     .description('Resume a run from its last checkpoint, headless, and print its result.')
     .argument('<run>', 'run id')
     .option('--data <dir>', 'data directory (default $SWITCHBOARD_DATA or ./.switchboard)')
-    .option('--json', 'print the run record as JSON')
-    .action(async (runId: string, opts: { data?: string; json?: boolean }) => {
+    .option('--json', 'print the run record as JSON');
+  addOperatorFlags(cmd).action(
+    async (runId: string, opts: OperatorFlags & { data?: string; json?: boolean }) => {
       const { Store, resolveDataDir, RUN_ID_RE } = await import('../../store/store.js');
       const { RunManager } = await import('../../server/run-manager.js');
       if (!RUN_ID_RE.test(runId)) {
@@ -37,8 +39,19 @@ export function registerResume(program: Command, ctx: CliContext): void {
           ctx.setExit(EXIT.failed);
           return;
         }
+        // The same operator policy as the server that started the run (DATA/secrets.json included).
+        let policy: Awaited<ReturnType<typeof operatorPolicyOf>>;
+        try {
+          policy = await operatorPolicyOf(opts, process.env, store.dir);
+        } catch (e) {
+          ctx.err(`switchboard resume: ${(e as Error).message}\n`);
+          ctx.setExit(EXIT.usage);
+          return;
+        }
         const runs = new RunManager({
           store,
+          outbound: policy.outbound,
+          secrets: policy.secrets,
           humanInput: 'fail',
           logger: {
             info: () => {},
@@ -61,5 +74,6 @@ export function registerResume(program: Command, ctx: CliContext): void {
       } finally {
         await store.close();
       }
-    });
+    },
+  );
 }

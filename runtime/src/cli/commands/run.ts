@@ -1,6 +1,8 @@
 /**
  * `switchboard run FLOW --input TEXT | --input-file F [--answers F] [--events pretty|jsonl|none]
- *  [--model NAME=BASEURL]… [--trust NAME]…`: runs a flow headless.
+ *  [--model NAME=BASEURL]… [--trust NAME]… [--allow-outbound DEST]… [--allow-secret NAME=HOST]…
+ *  [--secrets-config FILE]`: runs a flow headless, under the operator's outbound and secrets
+ *  policy (see ../operator-flags.ts).
  *
  * stdout carries the final answer (or, with `--events jsonl`, every event as one JSON line, the
  * answer being in `run.completed`); progress goes to stderr. Exit codes: 0 completed, 1 failed
@@ -15,9 +17,10 @@ import { dict, ownValue } from '@switchboard/schemas/core';
 import type { Command } from 'commander';
 import type { RunOptions } from '../../engine/types.js';
 import { type CliContext, EXIT } from '../context.js';
+import { addOperatorFlags, type OperatorFlags, operatorPolicyOf } from '../operator-flags.js';
 import { formatProblem } from './validate.js';
 
-export interface RunCliOptions {
+export interface RunCliOptions extends OperatorFlags {
   input?: string;
   inputFile?: string;
   answers?: string;
@@ -184,8 +187,23 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   const interactive = ctx.isTTY && (ctx.stdin as { isTTY?: boolean } | undefined)?.isTTY === true;
 
   const options: RunOptions = { baseDir, humanInput: interactive ? 'wait' : 'fail' };
-  // An endpoint named on the command line is the operator's choice, loopback included.
+  let policy: Awaited<ReturnType<typeof operatorPolicyOf>>;
+  try {
+    policy = await operatorPolicyOf(opts);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  // An endpoint named on the command line is the operator's choice, loopback included, and so
+  // is sending OPENAI_API_KEY there.
+  for (const m of opts.model ?? []) {
+    const url = new URL(m.slice(m.indexOf('=') + 1));
+    policy.secrets = policy.secrets.with('OPENAI_API_KEY', [
+      url.port ? `${url.hostname}:${url.port}` : url.hostname,
+    ]);
+  }
   if ((opts.model ?? []).length > 0) options.allowLocalModels = true;
+  options.outbound = policy.outbound;
+  options.secrets = policy.secrets;
   if (answers) options.answers = answers;
   const usesTools =
     flow.nodes.some((n) => n.kind === 'tool') || flow.nodes.some((n) => n.config.backend !== undefined);
@@ -199,7 +217,12 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     }
     const { createMcpToolHost } = await import('../../tools/mcp-host.js');
     const pool = await import('../../mcp/pool.js');
-    options.tools = createMcpToolHost(flow, { baseDir, flowRef: file });
+    options.tools = createMcpToolHost(flow, {
+      baseDir,
+      flowRef: file,
+      outboundPolicy: policy.outbound,
+      secrets: policy.secrets,
+    });
     shutdown = pool.shutdownMcpPool;
   }
 
@@ -253,7 +276,7 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
 
 export function registerRun(program: Command, ctx: CliContext): void {
   const collect = (v: string, prev: string[] = []) => [...prev, v];
-  program
+  const cmd = program
     .command('run')
     .description('Run a flow headless: progress on stderr, the final answer on stdout.')
     .argument('<flow>', 'flow JSON file')
@@ -269,18 +292,18 @@ export function registerRun(program: Command, ctx: CliContext): void {
       "point the flow's model NAME at an OpenAI-compatible endpoint (key: OPENAI_API_KEY)",
       collect,
     )
-    .option('--trust <name>', 'approve a stdio command by its mcpServers key or fingerprint', collect)
-    .action(async (file: string, opts: RunCliOptions) => {
-      try {
-        ctx.setExit(await runCommand(file, opts, ctx));
-      } catch (e) {
-        if (e instanceof UsageError) {
-          ctx.err(`switchboard run: ${e.message}\n`);
-          ctx.setExit(EXIT.usage);
-          return;
-        }
-        ctx.err(`switchboard run: ${(e as Error).message}\n`);
-        ctx.setExit(EXIT.failed);
+    .option('--trust <name>', 'approve a stdio command by its mcpServers key or fingerprint', collect);
+  addOperatorFlags(cmd).action(async (file: string, opts: RunCliOptions) => {
+    try {
+      ctx.setExit(await runCommand(file, opts, ctx));
+    } catch (e) {
+      if (e instanceof UsageError) {
+        ctx.err(`switchboard run: ${e.message}\n`);
+        ctx.setExit(EXIT.usage);
+        return;
       }
-    });
+      ctx.err(`switchboard run: ${(e as Error).message}\n`);
+      ctx.setExit(EXIT.failed);
+    }
+  });
 }

@@ -1,14 +1,14 @@
 /**
- * `switchboard serve [--port 5170] [--host 127.0.0.1] [--data DIR] [--trust-proxy ADDR]
- * [--max-runs N]`: the editor, the REST API
+ * `switchboard serve [--port 5170] [--host 127.0.0.1] [--data DIR]`: the editor, the REST API
  * and the WebSocket endpoints over one data directory, until SIGINT/SIGTERM. Runs left live by
  * a previous process are resumed (or marked interrupted) at start. With a token it prints the
  * editor's address with `?token=` once, as Jupyter does.
  */
 import type { Command } from 'commander';
 import { type CliContext, EXIT } from '../context.js';
+import { addOperatorFlags, type OperatorFlags } from '../operator-flags.js';
 
-export interface ServeOptions {
+export interface ServeOptions extends OperatorFlags {
   port: string;
   host: string;
   data?: string;
@@ -40,7 +40,7 @@ export function startFailure(e: unknown): { message: string; code: number } {
 }
 
 export function registerServe(program: Command, ctx: CliContext): void {
-  program
+  const cmd = program
     .command('serve')
     .description('Serve the editor, the REST API and WebSocket endpoints (127.0.0.1 by default).')
     .option('--port <port>', 'port to listen on (0: any free port)', '5170')
@@ -61,75 +61,78 @@ export function registerServe(program: Command, ctx: CliContext): void {
       '--max-runs <n>',
       'runs live at once; more are refused with 429 (default $SWITCHBOARD_MAX_RUNS or 64)',
     )
-    .option('--quiet', 'only warnings and errors in the log')
-    .action(async (opts: ServeOptions) => {
-      const port = Number(opts.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) {
-        ctx.err(`switchboard serve: --port must be 0…65535, not ${opts.port}\n`);
-        ctx.setExit(EXIT.usage);
-        return;
-      }
-      if (opts.maxRuns !== undefined && !/^[1-9]\d{0,8}$/.test(opts.maxRuns)) {
-        ctx.err(`switchboard serve: --max-runs must be a positive integer, not ${opts.maxRuns}\n`);
-        ctx.setExit(EXIT.usage);
-        return;
-      }
-      const { createServer } = await import('../../server/create-server.js');
-      const { resolveDataDir } = await import('../../store/store.js');
-      let server: Awaited<ReturnType<typeof createServer>>;
-      try {
-        server = await createServer({
-          dataDir: resolveDataDir(opts.data),
-          host: opts.host,
-          port,
-          ...(opts.allowHost ? { allowedHosts: opts.allowHost } : {}),
-          ...(opts.allowOrigin ? { allowedOrigins: opts.allowOrigin } : {}),
-          ...(opts.trustProxy ? { trustProxy: opts.trustProxy } : {}),
-          ...(opts.maxRuns !== undefined ? { maxRuns: Number(opts.maxRuns) } : {}),
-          logger: { level: opts.quiet ? 'warn' : 'info' },
-        });
-      } catch (e) {
-        const f = startFailure(e);
-        ctx.err(`switchboard serve: ${f.message}\n`);
-        ctx.setExit(f.code);
-        return;
-      }
-      let url: string;
-      let editor: string;
-      try {
-        ({ url, editor } = await server.listen());
-      } catch (e) {
-        await server.close();
-        const f = startFailure(e);
-        ctx.err(`switchboard serve: ${f.message}\n`);
-        ctx.setExit(f.code);
-        return;
-      }
-      const r = server.recovered;
-      ctx.out(`switchboard: listening on ${url} (data ${server.store.dir})\n`);
-      // Printed once, here, for the operator (the log never carries the token): the editor
-      // takes the token from this address, keeps it and removes it from the address bar.
-      if (server.editorRoutes.size > 0) ctx.out(`switchboard: open the editor at ${editor}\n`);
-      else ctx.out('switchboard: the editor is not built (pnpm build); serving the API only\n');
-      if (server.tokenRequired)
-        ctx.out('switchboard: API clients send Authorization: Bearer $SWITCHBOARD_TOKEN\n');
-      if (r.resumed.length + r.interrupted.length > 0)
-        ctx.out(
-          `switchboard: recovered runs: ${r.resumed.length} resumed, ${r.interrupted.length} interrupted\n`,
-        );
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          resolve();
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
+    .option('--quiet', 'only warnings and errors in the log');
+  addOperatorFlags(cmd).action(async (opts: ServeOptions) => {
+    const port = Number(opts.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      ctx.err(`switchboard serve: --port must be 0…65535, not ${opts.port}\n`);
+      ctx.setExit(EXIT.usage);
+      return;
+    }
+    if (opts.maxRuns !== undefined && !/^[1-9]\d{0,8}$/.test(opts.maxRuns)) {
+      ctx.err(`switchboard serve: --max-runs must be a positive integer, not ${opts.maxRuns}\n`);
+      ctx.setExit(EXIT.usage);
+      return;
+    }
+    const { createServer } = await import('../../server/create-server.js');
+    const { resolveDataDir } = await import('../../store/store.js');
+    let server: Awaited<ReturnType<typeof createServer>>;
+    try {
+      server = await createServer({
+        dataDir: resolveDataDir(opts.data),
+        host: opts.host,
+        port,
+        ...(opts.allowHost ? { allowedHosts: opts.allowHost } : {}),
+        ...(opts.allowOrigin ? { allowedOrigins: opts.allowOrigin } : {}),
+        ...(opts.trustProxy ? { trustProxy: opts.trustProxy } : {}),
+        ...(opts.maxRuns !== undefined ? { maxRuns: Number(opts.maxRuns) } : {}),
+        ...(opts.allowOutbound ? { allowOutbound: opts.allowOutbound } : {}),
+        ...(opts.secretsConfig ? { secretsConfig: opts.secretsConfig } : {}),
+        ...(opts.allowSecret ? { allowSecrets: opts.allowSecret } : {}),
+        logger: { level: opts.quiet ? 'warn' : 'info' },
       });
-      ctx.out('switchboard: shutting down; live runs continue at the next start\n');
+    } catch (e) {
+      const f = startFailure(e);
+      ctx.err(`switchboard serve: ${f.message}\n`);
+      ctx.setExit(f.code);
+      return;
+    }
+    let url: string;
+    let editor: string;
+    try {
+      ({ url, editor } = await server.listen());
+    } catch (e) {
       await server.close();
-      // MCP servers the runs started (pooled process-wide) stop with us.
-      await (await import('../../mcp/pool.js')).shutdownMcpPool();
-      ctx.setExit(EXIT.ok);
+      const f = startFailure(e);
+      ctx.err(`switchboard serve: ${f.message}\n`);
+      ctx.setExit(f.code);
+      return;
+    }
+    const r = server.recovered;
+    ctx.out(`switchboard: listening on ${url} (data ${server.store.dir})\n`);
+    // Printed once, here, for the operator (the log never carries the token): the editor
+    // takes the token from this address, keeps it and removes it from the address bar.
+    if (server.editorRoutes.size > 0) ctx.out(`switchboard: open the editor at ${editor}\n`);
+    else ctx.out('switchboard: the editor is not built (pnpm build); serving the API only\n');
+    if (server.tokenRequired)
+      ctx.out('switchboard: API clients send Authorization: Bearer $SWITCHBOARD_TOKEN\n');
+    if (r.resumed.length + r.interrupted.length > 0)
+      ctx.out(
+        `switchboard: recovered runs: ${r.resumed.length} resumed, ${r.interrupted.length} interrupted\n`,
+      );
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        resolve();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
     });
+    ctx.out('switchboard: shutting down; live runs continue at the next start\n');
+    await server.close();
+    // MCP servers the runs started (pooled process-wide) stop with us.
+    await (await import('../../mcp/pool.js')).shutdownMcpPool();
+    ctx.setExit(EXIT.ok);
+  });
 }

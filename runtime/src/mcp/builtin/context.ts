@@ -3,13 +3,11 @@
  * its options from the flow's `mcpServers` entry, and host-side capabilities (state, policy).
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { BoundSecret, OutboundPolicy } from '../../net/outbound.js';
 import type { ToolHostContext } from '../../tools/types.js';
 
-export interface OutboundPolicyLike {
-  allowLoopback?: boolean;
-  allowPrivate?: boolean;
-  allowHosts?: string[];
-}
+/** The operator's outbound policy (`--allow-outbound`), as the `http` built-in applies it. */
+export type OutboundPolicyLike = OutboundPolicy;
 
 export interface BuiltinContext {
   /** The run's data directory; documents and workspaces live below it. */
@@ -26,6 +24,8 @@ export interface BuiltinContext {
    * `store`, when known, the whole data directory (catalog, every run).
    */
   protect?: { run: string; store?: string };
+  /** Secret values the `http` built-in must never send to a host they are not bound to. */
+  secrets?: readonly BoundSecret[];
 }
 
 export const SERVER_VERSION = '0.1.0';

@@ -46,6 +46,7 @@ export function createHttpServer(ctx: BuiltinContext): McpServer {
       timeoutMs,
       maxResponseBytes: maxBytes,
       maxRedirects: 3,
+      ...(ctx.secrets ? { secrets: ctx.secrets } : {}),
     });
     const buf = Buffer.from(await res.arrayBuffer());
     const textBody = buf.toString('utf8');

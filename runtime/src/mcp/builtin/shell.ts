@@ -2,7 +2,13 @@
  * The `shell` built-in: runs allow-listed programs (by bare name, found on PATH) with an argument
  * array — never through a shell — in a working directory confined to its root, with a timeout
  * and a cap on output. It is off unless the flow sets `options.enabled: true`, and like a stdio
- * command its whole options object must be approved by the local operator (see consent.ts).
+ * command its whole options object must be approved by the local operator for that flow (see
+ * consent.ts).
+ *
+ * An allow entry is a program name (`"ls"`: any arguments) or a program with the arguments every
+ * call must start with (`"node --test"`: `node --test …` only, never `node -e …`). Allowing an
+ * interpreter (node, python, sh, bash, perl, ruby, …) with any arguments is allowing every
+ * program and any code: prefer entries with fixed leading arguments. See README.md here.
  */
 import { spawn } from 'node:child_process';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -13,28 +19,47 @@ import { resolveInside } from '../safe-path.js';
 import { type BuiltinContext, optNumber, SERVER_VERSION } from './context.js';
 import { builtinRoot } from './filesystem.js';
 
+/** One allow entry: a program and the arguments each call must begin with. */
+export interface AllowEntry {
+  program: string;
+  fixedArgs: string[];
+}
+
 export interface ShellOptions {
   enabled: boolean;
-  allow: string[];
+  allow: AllowEntry[];
   timeoutMs: number;
   maxOutputBytes: number;
 }
 
+function parseAllow(a: string): AllowEntry {
+  const words = a.trim().split(/\s+/);
+  const program = words[0] ?? '';
+  if (!/^[A-Za-z0-9_.+-]+$/.test(program) || program === '.' || program === '..')
+    throw new McpHostError(
+      'mcp.bad-config',
+      `shell: allow entry ${JSON.stringify(a)} must start with a bare program name`,
+    );
+  return { program, fixedArgs: words.slice(1) };
+}
+
 export function shellOptions(o: Record<string, unknown>): ShellOptions {
-  const allow = Array.isArray(o.allow) ? o.allow.filter((a): a is string => typeof a === 'string') : [];
-  for (const a of allow)
-    if (!/^[A-Za-z0-9_.+-]+$/.test(a) || a === '.' || a === '..')
-      throw new McpHostError(
-        'mcp.bad-config',
-        `shell: allow entry ${JSON.stringify(a)} must be a bare program name`,
-      );
+  const raw = Array.isArray(o.allow) ? o.allow.filter((a): a is string => typeof a === 'string') : [];
   return {
     enabled: o.enabled === true,
-    allow,
+    allow: raw.map(parseAllow),
     timeoutMs: optNumber(o, 'timeoutMs', 10_000),
     maxOutputBytes: optNumber(o, 'maxOutputBytes', 64 * 1024),
   };
 }
+
+/** Whether `command args…` is covered by an allow entry. */
+export function allowedCall(allow: AllowEntry[], command: string, args: string[]): boolean {
+  return allow.some((e) => e.program === command && e.fixedArgs.every((fixed, i) => args[i] === fixed));
+}
+
+const describeEntry = (e: AllowEntry) =>
+  e.fixedArgs.length ? `${e.program} ${e.fixedArgs.join(' ')} …` : e.program;
 
 export function createShellServer(ctx: BuiltinContext): McpServer {
   const opts = shellOptions(ctx.options);
@@ -53,7 +78,7 @@ export function createShellServer(ctx: BuiltinContext): McpServer {
   server.registerTool(
     'run_command',
     {
-      description: `Run one of these programs with arguments (no shell): ${opts.allow.join(', ') || '(none)'}. Output is capped at ${opts.maxOutputBytes} bytes; time limit ${opts.timeoutMs} ms.`,
+      description: `Run one of these programs with arguments (no shell): ${opts.allow.map(describeEntry).join(', ') || '(none)'}. Output is capped at ${opts.maxOutputBytes} bytes; time limit ${opts.timeoutMs} ms.`,
       inputSchema: {
         command: z.string().describe('A program name from the allow-list.'),
         args: z.array(z.string().max(10_000)).max(200).optional(),
@@ -61,10 +86,10 @@ export function createShellServer(ctx: BuiltinContext): McpServer {
       },
     },
     async ({ command, args, cwd }, extra) => {
-      if (!opts.allow.includes(command))
+      if (!allowedCall(opts.allow, command, args ?? []))
         throw new McpHostError(
           'mcp.command-refused',
-          `command ${JSON.stringify(command)} is not in the allow-list`,
+          `command ${JSON.stringify([command, ...(args ?? [])].join(' ').slice(0, 200))} is not in the allow-list (${opts.allow.map(describeEntry).join(', ') || 'empty'})`,
         );
       const dir = await resolveInside(await root(), cwd ?? '.');
       if (!dir.exists) throw new Error(`cwd ${cwd}: no such directory`);
