@@ -8,6 +8,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Flow, ModelConfigT, Problem, ValidationResult } from '@switchboard/schemas';
+import { type Dict, dict } from '@switchboard/schemas/core';
 import type { RunOptions, RunResult } from './engine/types.js';
 
 /** The largest flow file read (the validator's own document limit applies after that). */
@@ -64,7 +65,7 @@ export type ModelOverride = Partial<ModelConfigT>;
  * `scripted` with a `script` forces canned replies. Fields not named stay as the flow has them.
  */
 export function overrideModels(flow: Flow, overrides: Readonly<Record<string, ModelOverride>>): Flow {
-  const models: Record<string, ModelConfigT> = { ...flow.models };
+  const models: Dict<ModelConfigT> = dict(flow.models);
   for (const [name, o] of Object.entries(overrides)) {
     if (REFUSED_NAMES.has(name) || !Object.hasOwn(flow.models, name))
       throw new Error(

@@ -183,12 +183,9 @@ export class TrustStore {
     this.update((d) => {
       // Keys come from server URLs and tool names: null-prototype objects, so that no name
       // (`__proto__` included) reaches Object.prototype; JSON.stringify writes them as usual.
-      const pins: Dict<ToolPin> = Object.assign(
-        Object.create(null),
-        Object.hasOwn(d.pins, serverKey) ? d.pins[serverKey] : {},
-      );
+      const pins = dict<ToolPin>(Object.hasOwn(d.pins, serverKey) ? d.pins[serverKey] : undefined);
       pins[tool] = { hash, approvedAt: new Date().toISOString() };
-      const all: TrustData['pins'] = Object.assign(Object.create(null), d.pins);
+      const all: TrustData['pins'] = dict(d.pins);
       all[serverKey] = pins;
       d.pins = all;
     });

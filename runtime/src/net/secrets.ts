@@ -15,6 +15,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { dict } from '@switchboard/schemas/core';
 import { type BoundSecret, hostMatchesBinding, MIN_SECRET_LENGTH } from './secret-scan.js';
 
 /** Each well-known key goes to its vendor's API host and nowhere else. */
@@ -149,7 +150,7 @@ export function redactDeep<T>(value: T, secrets: readonly BoundSecret[]): T {
   if (typeof value === 'string') return redact(value, secrets) as T;
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, secrets)) as T;
   if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = Object.create(null);
+    const out = dict<unknown>();
     for (const [k, v] of Object.entries(value)) out[k] = redactDeep(v, secrets);
     return Object.setPrototypeOf(out, Object.prototype) as T;
   }

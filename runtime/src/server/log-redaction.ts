@@ -5,6 +5,7 @@
  * is replaced by `[redacted]`, in the request serializer, in error messages and stacks, and in
  * every string a log call is given.
  */
+import { dict } from '@switchboard/schemas/core';
 import type { FastifyServerOptions } from 'fastify';
 
 /**
@@ -52,7 +53,7 @@ function redactValue(v: unknown, depth: number): unknown {
   const proto = Object.getPrototypeOf(v);
   if (Array.isArray(v)) return v.map((x) => redactValue(x, depth - 1));
   if (proto !== Object.prototype && proto !== null) return v;
-  const out: Record<string, unknown> = {};
+  const out = dict<unknown>();
   for (const [k, x] of Object.entries(v)) out[k] = redactValue(x, depth - 1);
   return out;
 }
