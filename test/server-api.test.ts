@@ -54,8 +54,10 @@ describe('flows API', () => {
     expect(r.body).toBe(serializeFlow(changed));
     expect(r.headers['content-disposition']).toContain('doc.json');
 
-    // The catalog on disk holds it.
-    expect(JSON.parse(readFileSync(join(s.dir, 'catalog.json'), 'utf8')).flows.doc.flow.name).toBe('Renamed');
+    // The catalog on disk holds it: its index names the flow's own file.
+    const indexed = JSON.parse(readFileSync(join(s.dir, 'catalog.json'), 'utf8')).flows.doc;
+    expect(indexed.rev).toBe(2);
+    expect(JSON.parse(readFileSync(join(s.dir, 'flows', indexed.file), 'utf8')).name).toBe('Renamed');
 
     expect((await s.req({ method: 'DELETE', url: '/api/flows/doc' })).statusCode).toBe(204);
     expect((await s.req({ method: 'GET', url: '/api/flows/doc' })).statusCode).toBe(404);

@@ -19,6 +19,7 @@ import { Catalog } from './catalog.js';
 import { CheckpointLog, readCheckpointLog } from './checkpoint-log.js';
 import { StoreError } from './errors.js';
 import { EventLog, scanEventLog } from './event-log.js';
+import { faultAsync } from './faults.js';
 import type { SyncData } from './fd-io.js';
 import { GroupCommit } from './group-commit.js';
 import { acquireLock, type DirLock } from './lock.js';
@@ -103,9 +104,12 @@ export class Store {
    */
   async writeSpec(spec: RunSpec): Promise<void> {
     const dir = this.runDir(spec.runId);
+    await faultAsync('mkdir', dir);
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    for (const name of ['events.jsonl', 'checkpoints.jsonl', 'tools.jsonl'])
+    for (const name of ['events.jsonl', 'checkpoints.jsonl', 'tools.jsonl']) {
+      await faultAsync('open', join(dir, name));
       await (await open(join(dir, name), 'a', 0o600)).close();
+    }
     await writeJsonDurable(join(dir, 'run.json'), spec);
     await fsyncDir(join(this.dir, 'runs'));
   }
