@@ -164,7 +164,11 @@ describe('flows API', () => {
       expect(typeof body.error.message).toBe('string');
       expect(r.body).not.toMatch(/\bat .*\.(ts|js):\d+/);
     }
-    expect((await s.req({ method: 'GET', url: '/api/health' })).json()).toEqual({ ok: true });
+    expect((await s.req({ method: 'GET', url: '/api/health' })).json()).toMatchObject({
+      ok: true,
+      status: 'ok',
+      storage: { status: 'ok' },
+    });
   });
 
   it('documents every route in the generated OpenAPI document', async () => {

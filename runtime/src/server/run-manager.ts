@@ -26,12 +26,14 @@ import { StoreError } from '../store/errors.js';
 import type { EventLog, LogLine } from '../store/event-log.js';
 import type { GroupCommit } from '../store/group-commit.js';
 import type { RunSpec } from '../store/run-files.js';
+import { isStorageFault, StorageError, toStorageError } from '../store/storage-error.js';
 import type { Store } from '../store/store.js';
 import type { ToolJournal } from '../store/tool-journal.js';
 import type { ToolHost } from '../tools/types.js';
 import { CheckpointPolicy, type SliceOptions } from './checkpoint-policy.js';
 import { type JournalState, journaledTools, journalState } from './journaled-tools.js';
 import { afterPoll } from './loop-turn.js';
+import { count, ReplayMarker, recount, zeroCounters } from './run-counters.js';
 
 export interface Logger {
   info(obj: object | string, msg?: string): void;
@@ -64,6 +66,8 @@ export interface RunManagerOptions {
   logger?: Logger;
   /** When a run that never waits lets the event loop turn, and writes a checkpoint then. */
   slice?: Partial<SliceOptions>;
+  /** Resume runs the disk paused once writes succeed again (default true). */
+  autoResume?: boolean;
 }
 
 /**
@@ -122,8 +126,11 @@ export class RunManager {
   private engine: Promise<RunFlow> | undefined;
   private closing = false;
 
+  private readonly unsubscribe: () => void;
+
   constructor(private readonly o: RunManagerOptions) {
     this.log = o.logger ?? silent;
+    this.unsubscribe = o.store.health.onRecovered(() => void this.resumeStoragePaused());
   }
 
   private get store(): Store {
@@ -185,22 +192,39 @@ export class RunManager {
       createdAt: t,
       updatedAt: t,
       lastSeq: 0,
-      counters: { turns: 0, promptTokens: 0, completionTokens: 0, toolCalls: 0 },
+      counters: zeroCounters(),
       resumes: 0,
       source: p.source,
     };
-    this.store.catalog.data.runs[runId] = record;
-    await this.store.catalog.save();
     const spec: RunSpec = { version: 1, runId, flow, input: p.input, createdAt: t };
     if (p.answers) spec.answers = p.answers;
-    await this.store.writeSpec(spec);
-    const a = this.launch(runFlow, record, spec, undefined, true);
+    // The run's folder first, then its index entry: a start that fails at either leaves
+    // nothing behind — no folder, no entry (a run the client was told failed never shows up).
+    const runs = this.store.catalog.data.runs;
+    let a: Active;
+    try {
+      await this.store.writeSpec(spec);
+      runs[runId] = record;
+      await this.store.catalog.save();
+      a = this.launch(runFlow, record, spec, undefined, true);
+    } catch (e) {
+      if (runs[runId] === record) delete runs[runId];
+      this.active.delete(runId);
+      await this.store.removeRun(runId);
+      // A save that already held the entry may have reached the disk: the next one drops it.
+      this.saveSoon();
+      if (!isStorageFault(e)) throw e;
+      const se = this.store.health.report(e);
+      this.log.error({ code: se.code, path: se.path }, `a run could not be started: ${se.message}`);
+      throw se;
+    }
     for (const nodeId of p.breakpoints ?? []) a.send({ type: 'breakpoint', nodeId, on: true });
     return record;
   }
 
   /**
-   * Applies one event to the run's index entry. Returns whether the entry on disk must follow
+   * Applies one durable event to the run's index entry (nothing that is not on disk is ever
+   * reported). Returns whether the entry on disk must follow
    * now: only a pause (or its end) changes what recovery does with a run — it resumes paused
    * runs paused and every other live one running — and a final status is written once the
    * log under it is durable (settle). The in-memory index, which the API reads, is current.
@@ -208,6 +232,7 @@ export class RunManager {
   private track(rec: RunRecord, ev: RunEvent): boolean {
     rec.lastSeq = ev.seq;
     const before = rec.status;
+    count(rec.counters, rec.id, ev);
     if (ev.runId !== rec.id) return false; // nested runs only count through the parent
     let changed = true;
     switch (ev.type) {
@@ -237,16 +262,6 @@ export class RunManager {
         rec.status = 'interrupted';
         rec.error = { code: 'interrupted', message: ev.reason ?? 'interrupted' };
         break;
-      case 'turn.completed':
-        rec.counters.turns++;
-        rec.counters.promptTokens += ev.usage.promptTokens;
-        rec.counters.completionTokens += ev.usage.completionTokens;
-        changed = false;
-        break;
-      case 'tool.called':
-        rec.counters.toolCalls++;
-        changed = false;
-        break;
       default:
         changed = false;
     }
@@ -259,6 +274,7 @@ export class RunManager {
   }
 
   private saveSoon(): void {
+    // A failure is reported to the store's health by the catalog; the next save retries.
     this.store.catalog
       .save()
       .catch((e: unknown) => this.log.error({ err: String(e) }, 'catalog write failed'));
@@ -281,7 +297,7 @@ export class RunManager {
     // A tool call is journaled against the last checkpoint written, once that one is durable.
     js.durable = () => commit.durable();
     js.onCall = () => policy.onToolCall();
-    this.watch(runId, commit, policy);
+    this.watch(runId, commit, record, policy);
     const abort = new AbortController();
     const a: Active = {
       runId,
@@ -297,9 +313,14 @@ export class RunManager {
       done: Promise.resolve(),
     };
     this.active.set(runId, a);
+    js.onStoreError = (e) => this.stopForStorage(a, e);
+    commit.onError = (e) => this.stopForStorage(a, e);
+    // A resumed run replays the turns after its checkpoint: their events are marked as such.
+    const replay = cp ? new ReplayMarker(log.events, cp.seq) : undefined;
     let nextSeq = log.lastSeq + 1;
-    const onEvent = (ev: RunEvent) => {
+    const onEvent = (engineEvent: RunEvent) => {
       if (a.detached || commit.failed) return;
+      const ev = replay?.pending ? replay.mark(engineEvent) : engineEvent;
       if (ev.seq !== nextSeq) {
         // The log must stay contiguous; an engine that skips or repeats a seq is a bug to surface.
         this.log.error(
@@ -308,10 +329,14 @@ export class RunManager {
         );
         return;
       }
-      commit.append(ev);
+      try {
+        commit.append(ev);
+      } catch (e) {
+        this.stopForStorage(a, e);
+        return;
+      }
       nextSeq++;
       policy.onEvent(ev);
-      if (this.track(record, ev)) this.saveSoon();
     };
     // Returns nothing for most turns (nothing to wait for: the engine goes on at once).
     const checkpoint = (c: RunCheckpoint): Promise<void> | undefined => {
@@ -377,23 +402,84 @@ export class RunManager {
     return a;
   }
 
-  /** Publishes a run's events once durable, and reports a store that can no longer write. */
-  private watch(runId: string, commit: GroupCommit, policy?: CheckpointPolicy): void {
+  /**
+   * Applies a run's events to its index entry and publishes them once durable; reports a
+   * store that can no longer write (a hosted run stops for it: see launch).
+   */
+  private watch(runId: string, commit: GroupCommit, rec: RunRecord, policy?: CheckpointPolicy): void {
     const { publish, publishWritten } = this.o;
-    commit.onDurable = publish
-      ? (events, lines) => {
-          const watchers = publish(runId, events, lines);
-          if (typeof watchers === 'number') policy?.watchedBy(watchers);
-        }
-      : undefined;
+    commit.onDurable = (events, lines) => {
+      let save = false;
+      for (const ev of events) if (this.track(rec, ev)) save = true;
+      if (save) this.saveSoon();
+      const watchers = publish?.(runId, events, lines);
+      if (typeof watchers === 'number') policy?.watchedBy(watchers);
+    };
     commit.onWritten = publishWritten
       ? (events, lines) => {
           const watchers = publishWritten(runId, events, lines);
           if (typeof watchers === 'number') policy?.watchedBy(watchers);
         }
       : undefined;
-    commit.onError = (e) =>
-      this.log.error({ runId, file: commit.log.file, err: e.message }, 'run log cannot be written');
+    commit.onError = (e) => {
+      const se = this.store.health.report(e, commit.log.file);
+      this.log.error({ runId, code: se.code, path: se.path }, `run log cannot be written: ${se.message}`);
+    };
+  }
+
+  /**
+   * The run's log, checkpoint or tool journal could not be written: the run stops where its
+   * log stops. Nothing more is recorded, the engine is aborted, and the entry says `paused`
+   * with the storage error (`pausedBy`) and what the durable log holds; it resumes from its
+   * last checkpoint on a `resume` command, or by itself once writes succeed again.
+   */
+  private stopForStorage(a: Active, e: unknown): void {
+    if (a.detached) return;
+    a.detached = true;
+    const se = this.store.health.report(e, a.log.file);
+    const rec = a.record;
+    this.log.error(
+      { runId: a.runId, code: se.code, path: se.path, durableSeq: a.log.durableSeq },
+      `run paused: ${se.message}`,
+    );
+    a.abort.abort(se);
+    if (!FINAL.has(rec.status)) {
+      rec.status = 'paused';
+      rec.pausedBy = {
+        code: se.code,
+        message: se.message,
+        ...(se.path ? { path: se.path } : {}),
+        at: nowIso(),
+      };
+      rec.updatedAt = rec.pausedBy.at;
+    }
+    const p = (async () => {
+      await this.store.closeLog(a.runId).catch(() => {});
+      a.journal.close();
+      if (this.active.get(a.runId) === a) this.active.delete(a.runId);
+      await this.store.catalog.save().catch(() => {});
+    })();
+    this.settling.add(p);
+    a.done = p.finally(() => this.settling.delete(p));
+  }
+
+  /** Resumes the runs the disk paused (writes succeed again); a run that fails again waits longer. */
+  private readonly retryAt = new Map<string, { at: number; wait: number }>();
+  private async resumeStoragePaused(): Promise<void> {
+    if (this.closing || this.o.autoResume === false) return;
+    for (const rec of Object.values(this.store.catalog.data.runs)) {
+      if (!rec.pausedBy || this.active.has(rec.id) || FINAL.has(rec.status)) continue;
+      const r = this.retryAt.get(rec.id);
+      if (r && Date.now() < r.at) continue;
+      const wait = Math.min((r?.wait ?? 500) * 2, 60_000);
+      this.retryAt.set(rec.id, { at: Date.now() + wait, wait });
+      try {
+        const outcome = await this.resumeStored(rec.id);
+        this.log.info({ runId: rec.id, outcome }, 'run paused by storage: resumed by itself');
+      } catch (e) {
+        this.log.warn({ runId: rec.id, err: (e as Error).message }, 'run paused by storage: not resumed yet');
+      }
+    }
   }
 
   /** Records the end of a run hosted here (not of one detached at shutdown: it goes on elsewhere). */
@@ -415,14 +501,16 @@ export class RunManager {
     }
     if (r.status === 'completed' && rec.output === undefined) rec.output = r.output;
     if (a.commit.failed && rec.status !== 'failed') {
+      const se = toStorageError(a.commit.failed, a.log.file);
       rec.status = 'failed';
-      rec.error = { code: 'store', message: `the run log cannot be written: ${a.commit.failed.message}` };
+      rec.error = { code: se.code, message: `the run log cannot be written: ${se.message}` };
     }
     await this.store.closeLog(a.runId);
     a.journal.close();
     this.active.delete(a.runId);
     // Serialising the catalog takes a while on a big one; the run's last frame goes out first.
     await afterPoll();
+    this.retryAt.delete(a.runId);
     await this.store.catalog.save();
   }
 
@@ -447,11 +535,12 @@ export class RunManager {
         type: 'run.interrupted',
         reason,
       } as RunEvent;
-      this.watch(rec.id, commit);
+      this.watch(rec.id, commit, rec);
       commit.append(ev);
-      this.track(rec, ev);
       await this.store.closeLog(rec.id);
+      if (commit.failed) throw commit.failed;
     } catch (e) {
+      if (isStorageFault(e)) throw this.store.health.report(e);
       // The log itself is damaged: it stays as it is for the operator; the index says why.
       logOk = false;
       this.log.error({ runId: rec.id, err: (e as Error).message }, 'run log is damaged; not touched');
@@ -474,20 +563,51 @@ export class RunManager {
     const rec = this.store.catalog.data.runs[runId];
     if (!rec) throw new Error(`no run ${runId}`);
     if (this.active.has(runId)) throw new Error(`run ${runId} is already live`);
+    try {
+      return await this.resumeFromDisk(rec, opts);
+    } catch (e) {
+      // The disk refused again: the run stays paused by it, nothing of it is lost.
+      if (!isStorageFault(e)) throw e;
+      await this.store.closeLog(runId).catch(() => {});
+      const se = this.store.health.report(e);
+      if (!FINAL.has(rec.status)) {
+        rec.status = 'paused';
+        rec.pausedBy = {
+          code: se.code,
+          message: se.message,
+          ...(se.path ? { path: se.path } : {}),
+          at: nowIso(),
+        };
+      }
+      throw se;
+    }
+  }
+
+  private async resumeFromDisk(
+    rec: RunRecord,
+    opts: { pause?: boolean; allowInterrupted?: boolean },
+  ): Promise<'resumed' | 'interrupted' | 'final'> {
+    const runId = rec.id;
     let log: EventLog;
+    let commit: GroupCommit;
     try {
       const opened = this.store.openLog(runId);
       log = opened.log;
+      commit = opened.commit;
       if (opened.torn)
         this.log.warn(
           { runId, file: log.file, ...opened.torn },
           'cut a torn record at the end of the run log',
         );
     } catch (e) {
+      if (isStorageFault(e) && !(e instanceof StoreError)) throw e;
       await this.interrupt(rec, `the run log cannot be read: ${(e as Error).message}`);
       await this.store.catalog.save();
       return 'interrupted';
     }
+    // The entry follows the log: status, lastSeq and counters (a replayed turn counts once).
+    recount(rec, log.events);
+    rec.lastSeq = log.lastSeq;
     // The log is the truth: the process may have died after the final event but before the index.
     const finalRe = opts.allowInterrupted
       ? /^run\.(completed|failed|cancelled)$/
@@ -496,6 +616,7 @@ export class RunManager {
     if (final) {
       for (const e of log.events.slice(-1)) this.track(rec, e);
       this.track(rec, final);
+      delete rec.pausedBy;
       await this.store.closeLog(runId);
       await this.store.catalog.save();
       return 'final';
@@ -510,6 +631,7 @@ export class RunManager {
       latest = await this.store.readCheckpoint(runId);
       cp = latest && latest.seq <= log.lastSeq ? latest : await this.store.readCheckpoint(runId, log.lastSeq);
     } catch (e) {
+      if (isStorageFault(e) && !(e instanceof StoreError)) throw e;
       this.log.error(
         { runId, file: (e as StoreError).file, err: (e as Error).message },
         'run file is damaged',
@@ -519,6 +641,12 @@ export class RunManager {
       return 'interrupted';
     }
     if (!spec || !cp) {
+      if (rec.pausedBy && spec) {
+        // Stopped by the disk before its first checkpoint: nothing to continue from. It fails
+        // by the storage error's name.
+        await this.failStored(rec, commit, rec.pausedBy);
+        return 'final';
+      }
       await this.interrupt(
         rec,
         !spec
@@ -531,51 +659,121 @@ export class RunManager {
       return 'interrupted';
     }
     const runFlow = await this.loadEngine();
+    const stop = rec.pausedBy;
+    if (stop) {
+      // The log says why it stopped where it stops, then the engine says it resumed.
+      this.watch(runId, commit, rec);
+      commit.append({
+        runId,
+        seq: log.lastSeq + 1,
+        ts: Date.parse(stop.at) || Date.now(),
+        type: 'run.paused',
+        reason: `${stop.code}: ${stop.message}`,
+      } as RunEvent);
+      await commit.durable();
+      delete rec.pausedBy;
+    }
     rec.resumes++;
     rec.status = 'running';
     rec.lastSeq = log.lastSeq;
     const a = this.launch(runFlow, rec, spec, cp);
     if (opts.pause) a.send({ type: 'pause' });
-    await this.store.catalog.save();
+    await this.store.catalog.save().catch(() => {});
     this.log.info({ runId, fromSeq: cp.seq, logSeq: log.lastSeq }, 'run resumed from its checkpoint');
     return 'resumed';
   }
 
-  /** On start: every run the last process left live is resumed or marked interrupted. */
-  async recover(): Promise<{ resumed: string[]; interrupted: string[]; final: string[] }> {
-    const out = { resumed: [] as string[], interrupted: [] as string[], final: [] as string[] };
-    for (const rec of Object.values(this.store.catalog.data.runs)) {
+  /** Ends a stored run with `run.failed` naming a storage error. */
+  private async failStored(
+    rec: RunRecord,
+    commit: GroupCommit,
+    stop: NonNullable<RunRecord['pausedBy']>,
+  ): Promise<void> {
+    this.watch(rec.id, commit, rec);
+    commit.append({
+      runId: rec.id,
+      seq: commit.log.lastSeq + 1,
+      ts: Date.now(),
+      type: 'run.failed',
+      error: { code: stop.code, message: `${stop.message}; the run stopped before its first checkpoint` },
+    } as RunEvent);
+    await this.store.closeLog(rec.id);
+    if (commit.failed) throw commit.failed;
+    delete rec.pausedBy;
+    await this.store.catalog.save();
+  }
+
+  /**
+   * On start: every run the last process left live is resumed or marked interrupted; a run
+   * whose start never completed (no spec, nothing logged) is removed, as are run folders the
+   * catalog does not know; a run the disk paused resumes running. A disk that still refuses
+   * leaves a run paused by it (`paused`).
+   */
+  async recover(): Promise<{ resumed: string[]; interrupted: string[]; final: string[]; paused: string[] }> {
+    const out = {
+      resumed: [] as string[],
+      interrupted: [] as string[],
+      final: [] as string[],
+      paused: [] as string[],
+    };
+    const runs = this.store.catalog.data.runs;
+    for (const rec of Object.values(runs)) {
       if (FINAL.has(rec.status) || this.active.has(rec.id)) continue;
-      const wasPaused = rec.status === 'paused';
+      if (rec.status === 'pending' && rec.lastSeq === 0 && (await this.phantom(rec.id))) {
+        delete runs[rec.id];
+        await this.store.removeRun(rec.id);
+        this.log.warn({ runId: rec.id }, 'removed a run whose start never completed');
+        continue;
+      }
+      const wasPaused = rec.status === 'paused' && !rec.pausedBy;
       try {
         const r = await this.resumeStored(rec.id, { pause: wasPaused });
         out[r].push(rec.id);
       } catch (e) {
+        if (e instanceof StorageError) {
+          out.paused.push(rec.id);
+          continue;
+        }
         this.log.error({ runId: rec.id, err: (e as Error).message }, 'could not recover run');
-        await this.interrupt(rec, `recovery failed: ${(e as Error).message}`);
+        await this.interrupt(rec, `recovery failed: ${(e as Error).message}`).catch(() => {});
         out.interrupted.push(rec.id);
       }
     }
+    await this.store.sweepUnrecorded();
     await this.store.catalog.save();
     return out;
+  }
+
+  /** Whether a run has neither a spec nor a logged event (its start never completed). */
+  private async phantom(runId: string): Promise<boolean> {
+    try {
+      if (await this.store.readSpec(runId)) return false;
+    } catch {
+      return false;
+    }
+    return this.store.readEvents(runId, 0, 1).length === 0;
   }
 
   /**
    * Stops hosting: nothing more is recorded, logs are flushed and closed, and the runs stay
    * `running` in the index so the next process resumes them from their checkpoints.
    */
-  async detachAll(): Promise<void> {
+  async detachAll(): Promise<Error[]> {
     this.closing = true;
+    this.unsubscribe();
+    const errors: Error[] = [];
     for (const a of [...this.active.values()]) {
       a.detached = true;
       a.abort.abort(new Error('server shutting down'));
-      await this.store.closeLog(a.runId);
+      await this.store.closeLog(a.runId).catch((e: Error) => errors.push(e));
+      if (a.commit.failed) errors.push(a.commit.failed);
       a.journal.close();
       this.active.delete(a.runId);
     }
     // Runs that ended just before are still writing their index entry.
-    await Promise.all([...this.settling]);
-    await this.store.catalog.save();
+    await Promise.allSettled([...this.settling]);
+    await this.store.catalog.save().catch((e: Error) => errors.push(e));
+    return errors;
   }
 }
 

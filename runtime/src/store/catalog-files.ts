@@ -99,7 +99,11 @@ const checkIndex: ShapeCheck<OnDisk> = (v) => {
       message: `expected "${CATALOG_FORMAT}", found ${JSON.stringify(v.format)}`,
     };
   if (v.version !== 1 && v.version !== 2)
-    return { ok: false, path: '/version', message: `unsupported catalog version ${JSON.stringify(v.version)}` };
+    return {
+      ok: false,
+      path: '/version',
+      message: `unsupported catalog version ${JSON.stringify(v.version)}`,
+    };
   const bad = checkCommon(v);
   if (bad) return bad;
   const flows = v.flows as Record<string, unknown>;
@@ -241,7 +245,11 @@ export class CatalogFiles implements Adapter<CatalogData> {
     bytes += Buffer.byteLength(body);
     this.lastWriteBytes = bytes;
     const named = new Set(Object.values(index).map((r) => r.file));
-    for (const [id, w] of this.written) if (!named.has(w.file)) this.unlink(w.file), this.written.delete(id);
+    for (const [id, w] of this.written)
+      if (!named.has(w.file)) {
+        this.unlink(w.file);
+        this.written.delete(id);
+      }
     for (const [id, w] of fresh) this.written.set(id, w);
     for (const f of this.orphans) if (!named.has(f)) this.unlink(f);
     this.orphans.clear();

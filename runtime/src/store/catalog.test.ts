@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Catalog, CATALOG_VERSION, type FlowRecord } from './catalog.js';
+import { CATALOG_VERSION, Catalog, type FlowRecord } from './catalog.js';
 import { StoreError } from './errors.js';
 import { injectFaults } from './faults.js';
 
@@ -128,7 +128,8 @@ describe('catalog layout: a small index and one file per flow', () => {
   it('ids are never keys of Object.prototype', async () => {
     const c = await Catalog.open(join(dir, 'catalog.json'));
     expect(c.data.runs.constructor).toBeUndefined();
-    expect(c.data.flows.__proto__).toBeUndefined();
+    expect(Object.getPrototypeOf(c.data.flows)).toBeNull();
+    expect(c.data.flows['__proto__' as string]).toBeUndefined();
     expect(c.data.flows.toString).toBeUndefined();
   });
 });

@@ -16,8 +16,8 @@ import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { RunCheckpoint } from '../engine/types.js';
 import { writeFileAtomicSync } from './atomic.js';
 import { StoreError } from './errors.js';
-import { DataSync, type SyncData, writeAll } from './fd-io.js';
 import { fault } from './faults.js';
+import { DataSync, type SyncData, writeAll } from './fd-io.js';
 import type { ShapeCheck } from './json-file.js';
 
 export interface CheckpointRead {

@@ -9,8 +9,8 @@
  *   DIR/runs/<id>/checkpoints.jsonl  (append-only; the last line the log covers is current)
  *   DIR/runs/<id>/tools.jsonl
  */
-import { closeSync, fdatasyncSync, mkdirSync, openSync } from 'node:fs';
-import { mkdir, open } from 'node:fs/promises';
+import { closeSync, fdatasyncSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
+import { mkdir, open, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
 import type { RunCheckpoint } from '../engine/types.js';
@@ -24,6 +24,7 @@ import type { SyncData } from './fd-io.js';
 import { GroupCommit } from './group-commit.js';
 import { acquireLock, type DirLock } from './lock.js';
 import { checkCheckpoint, checkSpec, type RunSpec, readJsonStrict, writeJsonDurable } from './run-files.js';
+import { StorageHealth, type StorageHealthOptions } from './storage-health.js';
 import { ToolJournal } from './tool-journal.js';
 
 function fdatasyncIfAny(file: string): void {
@@ -62,7 +63,11 @@ export class Store {
     /** fsync logs and checkpoints (in the background, see group-commit.ts) before events count (default). */
     readonly fsync: boolean,
     private readonly syncData?: SyncData,
-  ) {}
+    /** Whether writes succeed, the last storage error, free space. */
+    readonly health: StorageHealth = new StorageHealth(dir),
+  ) {
+    catalog.onError = (e, file) => health.report(e, file);
+  }
 
   /**
    * Locks and opens `dir` (created when missing). Throws StoreLockedError or StoreError.
@@ -73,14 +78,21 @@ export class Store {
    */
   static async open(
     dir: string,
-    options: { durability?: 'fsync' | 'os'; syncData?: SyncData } = {},
+    options: { durability?: 'fsync' | 'os'; syncData?: SyncData; health?: StorageHealthOptions } = {},
   ): Promise<Store> {
     const abs = resolve(dir);
     mkdirSync(join(abs, 'runs'), { recursive: true, mode: 0o700 });
     const lock = acquireLock(abs);
     try {
       const catalog = await Catalog.open(join(abs, 'catalog.json'));
-      return new Store(abs, catalog, lock, options.durability !== 'os', options.syncData);
+      return new Store(
+        abs,
+        catalog,
+        lock,
+        options.durability !== 'os',
+        options.syncData,
+        new StorageHealth(abs, options.health),
+      );
     } catch (e) {
       lock.release();
       throw e;
@@ -112,6 +124,45 @@ export class Store {
     }
     await writeJsonDurable(join(dir, 'run.json'), spec);
     await fsyncDir(join(this.dir, 'runs'));
+  }
+
+  /**
+   * Removes what a run that could not be started left (its folder, whatever part of it was
+   * made); best effort: what stays is swept at the next open.
+   */
+  async removeRun(runId: string): Promise<void> {
+    const commit = this.open.get(runId);
+    if (commit) {
+      this.open.delete(runId);
+      await commit.close().catch(() => {});
+    }
+    this.closedCache.delete(runId);
+    await rm(this.runDir(runId), { recursive: true, force: true }).catch(() => {});
+  }
+
+  /**
+   * Run folders the catalog does not know and whose log is empty: a start that failed (or a
+   * process that died) between making the folder and recording the run. Removed at open.
+   */
+  async sweepUnrecorded(): Promise<string[]> {
+    const removed: string[] = [];
+    let names: string[];
+    try {
+      names = readdirSync(join(this.dir, 'runs'));
+    } catch {
+      return removed;
+    }
+    for (const id of names) {
+      if (!RUN_ID_RE.test(id) || Object.hasOwn(this.catalog.data.runs, id)) continue;
+      let size = 0;
+      try {
+        size = statSync(join(this.dir, 'runs', id, 'events.jsonl')).size;
+      } catch {}
+      if (size > 0) continue;
+      await this.removeRun(id);
+      removed.push(id);
+    }
+    return removed;
   }
 
   readSpec(runId: string): Promise<RunSpec | undefined> {
@@ -233,6 +284,7 @@ export class Store {
     for (const id of [...this.open.keys()]) await this.closeLog(id);
     await Promise.allSettled([...this.closing]);
     await this.catalog.flush();
+    this.health.close();
     this.lock.release();
   }
 }
