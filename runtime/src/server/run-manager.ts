@@ -143,8 +143,10 @@ export class RunManager {
     return this.engine;
   }
 
+  /** Hosted here and recording (a run the disk stopped is not, even while its files close). */
   isLive(runId: string): boolean {
-    return this.active.has(runId);
+    const a = this.active.get(runId);
+    return a !== undefined && !a.detached;
   }
 
   get liveCount(): number {
@@ -456,6 +458,13 @@ export class RunManager {
     const p = (async () => {
       await this.store.closeLog(a.runId).catch(() => {});
       a.journal.close();
+      // The entry says what the log holds: what was handed to the OS before the failure is in
+      // the file (a torn last record is not), and a resume continues after exactly that.
+      try {
+        const onDisk = this.store.readEvents(a.runId);
+        recount(rec, onDisk);
+        rec.lastSeq = onDisk.at(-1)?.seq ?? 0;
+      } catch {}
       if (this.active.get(a.runId) === a) this.active.delete(a.runId);
       await this.store.catalog.save().catch(() => {});
     })();

@@ -129,7 +129,7 @@ describe('catalog layout: a small index and one file per flow', () => {
     const c = await Catalog.open(join(dir, 'catalog.json'));
     expect(c.data.runs.constructor).toBeUndefined();
     expect(Object.getPrototypeOf(c.data.flows)).toBeNull();
-    expect(c.data.flows['__proto__' as string]).toBeUndefined();
+    expect(c.data.flows[JSON.parse('"__proto__"') as string]).toBeUndefined();
     expect(c.data.flows.toString).toBeUndefined();
   });
 });

@@ -7,8 +7,10 @@
  * While degraded a small probe file is written every `probeMs`; when it goes through, the
  * listeners of `onRecovered` (the run manager resumes the runs the disk paused) are told.
  */
+
+import { existsSync } from 'node:fs';
 import { statfs, unlink } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { writeFileAtomic } from './atomic.js';
 import { type StorageError, toStorageError } from './storage-error.js';
 
@@ -66,6 +68,7 @@ export class StorageHealth {
   private probeTimer: ReturnType<typeof setTimeout> | undefined;
   private spaceTimer: ReturnType<typeof setInterval> | undefined;
   private warnedLow = false;
+  private lastFailedPath: string | undefined;
   private free: { free: number; total: number } | undefined;
   private readonly listeners = new Set<() => void>();
   private closed = false;
@@ -107,6 +110,7 @@ export class StorageHealth {
       ...(se.errno ? { errno: se.errno } : {}),
       at: new Date().toISOString(),
     };
+    if (se.path) this.lastFailedPath = se.path.endsWith('.probe') ? se.path.slice(0, -6) : se.path;
     this.failuresSinceProbe++;
     if (!this.failing) {
       this.failing = true;
@@ -133,7 +137,13 @@ export class StorageHealth {
   /** Writes a probe file; true (and `ok` again) when it and every write since the last probe succeeded. */
   async probe(): Promise<boolean> {
     if (!this.failing) return true;
-    const file = join(this.dir, '.storage-probe');
+    // Next to the file that failed when its folder is still there (a fault may be that
+    // folder's or that file system's), else in the data directory.
+    const failed = this.lastFailedPath;
+    const file =
+      failed?.startsWith(this.dir) && existsSync(dirname(failed))
+        ? `${failed}.probe`
+        : join(this.dir, '.storage-probe');
     try {
       await writeFileAtomic(file, `${Date.now()}\n`);
       await unlink(file).catch(() => {});

@@ -5,7 +5,16 @@
  * a call with a recorded result gets that result again without executing; a call with only
  * an intent may or may not have run (`maybe-executed`) and is not repeated.
  */
-import { closeSync, fdatasync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  writeSync,
+} from 'node:fs';
 import { promisify } from 'node:util';
 import { StoreError } from './errors.js';
 import { fault, faultAsync } from './faults.js';
@@ -97,7 +106,7 @@ export class ToolJournal {
   /** Records the intent durably; resolves before the tool may be called. */
   async intent(tool: string, args: string, cp: number): Promise<JournalIntent> {
     const e: JournalIntent = { k: 'intent', n: this.next++, tool, args, cp };
-    await this.append(e);
+    await this.append(e, true);
     this.calls.push({ intent: e });
     return e;
   }
@@ -109,14 +118,24 @@ export class ToolJournal {
     if (c) c.done = e;
   }
 
-  /** One durable line. A failed write stops the journal: no later line may follow a torn one. */
-  private async append(e: JournalEntry): Promise<void> {
+  /**
+   * One durable line. A failed write stops the journal: no later line may follow a torn one.
+   * An intent that failed is cut off again when the disk lets us: the call was not made, and a
+   * resume must not take it for one that may have been (`maybe-executed`).
+   */
+  private async append(e: JournalEntry, intent = false): Promise<void> {
     if (this.failure) throw this.failure;
+    const before = fstatSync(this.fd).size;
     try {
       writeAll(this.fd, Buffer.from(`${JSON.stringify(e)}\n`), this.file);
       await (faultAsync('sync', this.file) ?? fdatasyncAsync(this.fd));
     } catch (err) {
       this.failure = err as Error;
+      if (intent)
+        try {
+          ftruncateSync(this.fd, before);
+          fdatasyncSync(this.fd);
+        } catch {}
       throw err;
     }
   }
