@@ -26,7 +26,7 @@ import { StoreError } from '../store/errors.js';
 import type { EventLog, LogLine } from '../store/event-log.js';
 import type { GroupCommit } from '../store/group-commit.js';
 import type { RunSpec } from '../store/run-files.js';
-import { isStorageFault, StorageError, toStorageError } from '../store/storage-error.js';
+import { isStorageFault, StorageError } from '../store/storage-error.js';
 import type { Store } from '../store/store.js';
 import type { ToolJournal } from '../store/tool-journal.js';
 import type { ToolHost } from '../tools/types.js';
@@ -501,6 +501,10 @@ export class RunManager {
 
   private async recordEnd(a: Active, r: RunResult): Promise<void> {
     const rec = a.record;
+    // The log first: the entry says what it holds. A write that fails now stops the run for
+    // the disk (stopForStorage) like one that failed earlier: it did not end on disk.
+    await this.store.closeLog(a.runId);
+    if (a.detached) return;
     if (!FINAL.has(rec.status)) {
       // The engine ended without a final event in the log (should not happen): record the result.
       rec.status = r.status;
@@ -509,17 +513,11 @@ export class RunManager {
       rec.endedAt = rec.updatedAt = nowIso();
     }
     if (r.status === 'completed' && rec.output === undefined) rec.output = r.output;
-    if (a.commit.failed && rec.status !== 'failed') {
-      const se = toStorageError(a.commit.failed, a.log.file);
-      rec.status = 'failed';
-      rec.error = { code: se.code, message: `the run log cannot be written: ${se.message}` };
-    }
-    await this.store.closeLog(a.runId);
     a.journal.close();
     this.active.delete(a.runId);
+    this.retryAt.delete(a.runId);
     // Serialising the catalog takes a while on a big one; the run's last frame goes out first.
     await afterPoll();
-    this.retryAt.delete(a.runId);
     await this.store.catalog.save();
   }
 
@@ -772,6 +770,8 @@ export class RunManager {
     this.unsubscribe();
     const errors: Error[] = [];
     for (const a of [...this.active.values()]) {
+      // A run the disk already stopped is paused by it (and reported); its files are closing.
+      if (a.detached) continue;
       a.detached = true;
       a.abort.abort(new Error('server shutting down'));
       await this.store.closeLog(a.runId).catch((e: Error) => errors.push(e));

@@ -8,6 +8,7 @@ import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } fro
 import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fault, faultAsync } from './faults.js';
+import { withPath } from './fd-io.js';
 
 /** Crash-injection points for tests: `SWITCHBOARD_CRASH_AT=atomic:<stage>` SIGKILLs the process there. */
 function crashPoint(stage: string): void {
@@ -69,9 +70,9 @@ export async function writeFileAtomic(
     if (fsync) await (faultAsync('sync', file) ?? fh.sync());
     crashPoint('synced');
   } catch (e) {
-    await fh.close();
+    await fh.close().catch(() => {});
     await unlink(tmp).catch(() => {});
-    throw e;
+    throw withPath(e, file);
   }
   await fh.close();
   try {
@@ -110,7 +111,7 @@ export function writeFileAtomicSync(
     try {
       unlinkSync(tmp);
     } catch {}
-    throw e;
+    throw withPath(e, file);
   }
   closeSync(fd);
   try {

@@ -22,7 +22,18 @@ export function writeAll(fd: number, buf: Buffer, file: string): void {
     throw f.error;
   }
   let off = 0;
-  while (off < buf.length) off += writeSync(fd, buf, off);
+  try {
+    while (off < buf.length) off += writeSync(fd, buf, off);
+  } catch (e) {
+    throw withPath(e, file);
+  }
+}
+
+/** Errors of descriptor operations carry no path: the file they were for is added. */
+export function withPath(e: unknown, file: string): unknown {
+  if (e instanceof Error && (e as NodeJS.ErrnoException).path === undefined)
+    (e as NodeJS.ErrnoException).path = file;
+  return e;
 }
 
 /**
@@ -68,9 +79,13 @@ export class DataSync {
   sync(fd: number): Promise<void> {
     if (!this.dirty) return this.last ?? RESOLVED;
     this.dirty = false;
-    const p: Promise<void> = (faultAsync('sync', this.file) ?? this.syncData(fd)).finally(() => {
-      if (this.last === p) this.last = undefined;
-    });
+    const p: Promise<void> = (faultAsync('sync', this.file) ?? this.syncData(fd))
+      .catch((e: unknown) => {
+        throw withPath(e, this.file);
+      })
+      .finally(() => {
+        if (this.last === p) this.last = undefined;
+      });
     this.last = p;
     return p;
   }

@@ -201,18 +201,26 @@ export class Store {
   /** Logs being closed: still read from memory until their last sync is done. */
   private readonly closingLogs = new Map<string, GroupCommit>();
 
+  /** The close of each run whose files are closing (a second close waits for it). */
+  private readonly closingDone = new Map<string, Promise<void>>();
+
   /** Writes what is pending, waits until it is durable and closes the run's files. */
   async closeLog(runId: string): Promise<void> {
     const commit = this.open.get(runId);
-    if (!commit) return;
+    if (!commit) {
+      await this.closingDone.get(runId)?.catch(() => {});
+      return;
+    }
     this.open.delete(runId);
     this.closingLogs.set(runId, commit);
     const p = commit.close();
     this.closing.add(p);
+    this.closingDone.set(runId, p);
     try {
       await p;
     } finally {
       this.closing.delete(p);
+      if (this.closingDone.get(runId) === p) this.closingDone.delete(runId);
       if (this.closingLogs.get(runId) === commit) this.closingLogs.delete(runId);
     }
   }
