@@ -13,6 +13,7 @@ import { Palette } from './Palette.js';
 import { Presence } from './Presence.js';
 import { Problems } from './Problems.js';
 import { RunPanel } from './RunPanel.js';
+import { StorageBanner } from './StorageBanner.js';
 
 type Theme = 'light' | 'dark';
 type DialogName = 'gallery' | 'paste' | 'help' | undefined;
@@ -232,6 +233,7 @@ export function App(props: Omit<EditorServices, 'toast'>) {
       <ReactFlowProvider>
         <div className="sb-app" data-testid="editor">
           <Toolbar theme={theme} setTheme={setTheme} open={setDialog} />
+          <StorageBanner />
           <div className="sb-main">
             <Palette />
             <div className="sb-center">
