@@ -110,7 +110,7 @@ export class StorageHealth {
       ...(se.errno ? { errno: se.errno } : {}),
       at: new Date().toISOString(),
     };
-    if (se.path) this.lastFailedPath = se.path.endsWith('.probe') ? se.path.slice(0, -6) : se.path;
+    if (se.path) this.lastFailedPath = se.path;
     this.failuresSinceProbe++;
     if (!this.failing) {
       this.failing = true;
@@ -148,7 +148,11 @@ export class StorageHealth {
       await writeFileAtomic(file, `${Date.now()}\n`);
       await unlink(file).catch(() => {});
     } catch (e) {
-      this.report(e, file);
+      // Reported as the file that keeps failing, not as the probe.
+      const err = e as NodeJS.ErrnoException;
+      if (typeof err.path === 'string' && err.path.endsWith('.probe')) err.path = err.path.slice(0, -6);
+      if (err.message) err.message = err.message.replace('.probe', '');
+      this.report(e, file.endsWith('.probe') ? file.slice(0, -6) : file);
       return false;
     }
     if (this.failuresSinceProbe > 0) {
