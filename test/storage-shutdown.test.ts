@@ -4,11 +4,13 @@
  * save — even with its data directory removed under it or a write that never returns.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FaultRule } from '../runtime/src/store/faults.js';
 import { slowChain, tempDir, until } from './server/helpers.js';
+import { cli } from './support/cli.js';
 
 const CLI = fileURLToPath(new URL('./crash/cli-main.ts', import.meta.url));
 const RUNTIME = fileURLToPath(new URL('../runtime/', import.meta.url));
@@ -107,5 +109,17 @@ describe('bounded shutdown', () => {
     const { code, at } = await s.exited;
     expect(code).toBe(0);
     expect(at - t).toBeLessThan(BOUND_MS);
+  });
+});
+
+describe('start-up on storage that cannot be used', () => {
+  it('names the storage error and the path, and exits 1', async () => {
+    const { dir, cleanup } = tempDir('sb-shutdown-');
+    cleanups.push(cleanup);
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'not a directory');
+    const r = await cli('serve', '--port', '0', '--data', join(file, 'data'));
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^switchboard serve: storage_unavailable: ENOTDIR at .*a-file\/data/);
   });
 });

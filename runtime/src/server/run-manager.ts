@@ -462,8 +462,14 @@ export class RunManager {
       // the file (a torn last record is not), and a resume continues after exactly that.
       try {
         const onDisk = this.store.readEvents(a.runId);
+        // Written before the failure, in the file, not yet applied nor sent: they are now.
+        const extra = onDisk.filter((e) => e.seq > rec.lastSeq);
+        for (const e of extra) this.track(rec, e);
+        if (extra.length > 0) this.o.publish?.(a.runId, extra);
         recount(rec, onDisk);
         rec.lastSeq = onDisk.at(-1)?.seq ?? 0;
+        if (FINAL.has(rec.status)) delete rec.pausedBy;
+        else if (rec.pausedBy) rec.status = 'paused';
       } catch {}
       if (this.active.get(a.runId) === a) this.active.delete(a.runId);
       await this.store.catalog.save().catch(() => {});
