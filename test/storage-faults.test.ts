@@ -7,7 +7,15 @@
  * nothing beyond the log is reported, health is degraded while it lasts, and after a resume
  * the run ends as an undisturbed one does, with exactly its counters and each tool executed once.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
@@ -255,6 +263,34 @@ describe('a run that could not be started is not in the run list', () => {
       expect(readdirSync(join(srv.dir, 'runs'))).toEqual([ok.json().run.id]);
     });
   }
+});
+
+describe('what a start left half-made is removed at the next start', () => {
+  it('an entry without run.json or events, and a folder the catalog does not know with an empty log', async () => {
+    const srv = await server();
+    // A process that died between writing the entry and the folder, and one that died between
+    // making the folder and writing the entry.
+    srv.s.store.catalog.data.runs.r_ghost = {
+      id: 'r_ghost',
+      flowId: 'battery',
+      flowName: 'x',
+      status: 'pending',
+      createdAt: 't',
+      updatedAt: 't',
+      lastSeq: 0,
+      counters: { turns: 0, promptTokens: 0, completionTokens: 0, toolCalls: 0 },
+      resumes: 0,
+      source: 'api',
+    };
+    await srv.s.store.catalog.save();
+    mkdirSync(join(srv.dir, 'runs', 'r_orphan'));
+    writeFileSync(join(srv.dir, 'runs', 'r_orphan', 'events.jsonl'), '');
+    await srv.s.close();
+    const again = await server({ dir: srv.dir });
+    expect(again.s.store.catalog.data.runs.r_ghost).toBeUndefined();
+    expect(readdirSync(join(srv.dir, 'runs'))).toEqual([]);
+    expect(again.s.recovered.interrupted).toEqual([]);
+  });
 });
 
 describe('flows and rooms', () => {
