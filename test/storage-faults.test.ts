@@ -13,6 +13,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -332,6 +333,35 @@ describe('flows and rooms', () => {
     expect(srv.s.store.catalog.data.flows.f!.flow.name).toBe('Renamed');
     clearFaults();
     await until(async () => (await srv.req('GET', '/api/health')).json().status === 'ok', 'health ok');
+  });
+});
+
+describe('the data directory removed under a running server', () => {
+  it('refuses writes as storage_unavailable, leaves nothing, and takes them again once it is back', async () => {
+    const srv = await server();
+    // Unmounted, as it were: the directory goes away (its content kept aside).
+    renameSync(srv.dir, `${srv.dir}.away`);
+    cleanups.push(() => rmSync(`${srv.dir}.away`, { recursive: true, force: true }));
+    const r = await srv.req('POST', '/api/runs', { flow: batteryFlow(2), input: 'go' });
+    expect(r.status).toBe(503);
+    expect(r.json().error.code).toBe('storage_unavailable');
+    expect((await srv.req('GET', '/api/runs')).json().runs).toEqual([]);
+    const p = await srv.req('PUT', '/api/flows/f', simpleFlow('f'));
+    expect(p.status).toBe(503);
+    expect((await srv.req('GET', '/api/flows/f')).status).toBe(404);
+    expect((await srv.req('GET', '/api/health')).json()).toMatchObject({
+      status: 'degraded',
+      storage: { lastError: { code: 'storage_unavailable' } },
+    });
+    // Nothing was made in its place (on the disk under the mount point).
+    expect(existsSync(srv.dir)).toBe(false);
+    // Mounted back: health is ok by itself and writes go through.
+    renameSync(`${srv.dir}.away`, srv.dir);
+    await until(async () => (await srv.req('GET', '/api/health')).json().status === 'ok', 'health ok');
+    expect((await srv.req('PUT', '/api/flows/f', simpleFlow('f'))).status).toBe(201);
+    const ok = await srv.req('POST', '/api/runs', { flow: batteryFlow(2), input: 'go' });
+    expect(ok.status).toBe(201);
+    await until(() => srv.s.store.catalog.data.runs[ok.json().run.id]?.status === 'completed', 'completed');
   });
 });
 

@@ -46,6 +46,15 @@ export function flowFileName(id: string, rev: number): string {
   return `${safe || '_'}.${hash}.r${rev}.${randomBytes(4).toString('hex')}.json`;
 }
 
+/** Makes `dir` inside its existing parent (EEXIST is fine; a missing parent is an error). */
+export function mkdirIn(dir: string): void {
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+}
+
 /** Null-prototype maps: ids are data and must never reach Object.prototype. */
 export function dict<T>(from?: Record<string, T>): Record<string, T> {
   const d = Object.create(null) as Record<string, T>;
@@ -219,7 +228,9 @@ export class CatalogFiles implements Adapter<CatalogData> {
       if (!w || w.rec !== rec) {
         if (!madeDir) {
           await faultAsync('mkdir', this.flowsDir);
-          mkdirSync(this.flowsDir, { recursive: true, mode: 0o700 });
+          // Not recursive: a data directory that vanished (an unmounted volume) is never made
+          // again under it, on the wrong disk; the write fails as storage_unavailable.
+          mkdirIn(this.flowsDir);
           madeDir = true;
         }
         const file = flowFileName(id, rec.rev);

@@ -16,6 +16,7 @@ import type { RunEvent } from '@switchboard/schemas';
 import type { RunCheckpoint } from '../engine/types.js';
 import { fsyncDir } from './atomic.js';
 import { Catalog } from './catalog.js';
+import { mkdirIn } from './catalog-files.js';
 import { CheckpointLog, readCheckpointLog } from './checkpoint-log.js';
 import { StoreError } from './errors.js';
 import { EventLog, scanEventLog } from './event-log.js';
@@ -117,7 +118,10 @@ export class Store {
   async writeSpec(spec: RunSpec): Promise<void> {
     const dir = this.runDir(spec.runId);
     await faultAsync('mkdir', dir);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    // Inside the existing runs/ only: a data directory that vanished is not made again.
+    await mkdir(dir, { mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e;
+    });
     for (const name of ['events.jsonl', 'checkpoints.jsonl', 'tools.jsonl']) {
       await faultAsync('open', join(dir, name));
       await (await open(join(dir, name), 'a', 0o600)).close();
@@ -174,7 +178,7 @@ export class Store {
     const open = this.open.get(runId);
     if (open) return { log: open.log, commit: open };
     this.closedCache.delete(runId);
-    mkdirSync(this.runDir(runId), { recursive: true, mode: 0o700 });
+    mkdirIn(this.runDir(runId));
     const r = EventLog.open(join(this.runDir(runId), 'events.jsonl'), runId, {
       fsync: this.fsync,
       syncData: this.syncData,
