@@ -5,7 +5,12 @@
  * and its tool calls are counted once however often the run resumed.
  */
 import type { RunEvent } from '@switchboard/schemas';
+import type { RunStatus } from '../engine/types.js';
 import type { RunCounters, RunRecord } from '../store/catalog.js';
+
+export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
+
+export const nowIso = (): string => new Date().toISOString();
 
 /** `replayed` is not in the event schema's named fields; events allow additional ones. */
 export type Replayable = RunEvent & { replayed?: boolean };
@@ -65,4 +70,55 @@ export class ReplayMarker {
     else this.left.set(ev.type, n - 1);
     return { ...ev, replayed: true } as unknown as RunEvent;
   }
+}
+
+/**
+ * Applies one durable event to the run's index entry (nothing that is not on disk is ever
+ * reported). Returns whether the entry on disk must follow now: only a pause (or its end)
+ * changes what recovery does with a run — it resumes paused runs paused and every other live
+ * one running — and a final status is written once the log under it is durable (settle). The
+ * in-memory index, which the API reads, is current.
+ */
+export function applyEvent(rec: RunRecord, ev: RunEvent): boolean {
+  rec.lastSeq = ev.seq;
+  const before = rec.status;
+  count(rec.counters, rec.id, ev);
+  if (ev.runId !== rec.id) return false; // nested runs only count through the parent
+  let changed = true;
+  switch (ev.type) {
+    case 'run.started':
+    case 'run.resumed':
+    case 'input.received':
+      rec.status = 'running';
+      break;
+    case 'run.paused':
+      rec.status = 'paused';
+      break;
+    case 'input.requested':
+      rec.status = 'waiting';
+      break;
+    case 'run.completed':
+      rec.status = 'completed';
+      rec.output = ev.output;
+      break;
+    case 'run.failed':
+      rec.status = 'failed';
+      rec.error = { code: ev.error.code, message: ev.error.message };
+      break;
+    case 'run.cancelled':
+      rec.status = 'cancelled';
+      break;
+    case 'run.interrupted':
+      rec.status = 'interrupted';
+      rec.error = { code: 'interrupted', message: ev.reason ?? 'interrupted' };
+      break;
+    default:
+      changed = false;
+  }
+  if (ev.scripted) rec.scripted = true;
+  if (changed) {
+    rec.updatedAt = nowIso();
+    if (FINAL.has(rec.status)) rec.endedAt = rec.updatedAt;
+  }
+  return changed && (rec.status === 'paused') !== (before === 'paused');
 }

@@ -13,27 +13,23 @@
 import { randomBytes } from 'node:crypto';
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 import { invalidFlowMessage } from '../engine/errors.js';
-import type {
-  RunCheckpoint,
-  RunCommand,
-  RunFlow,
-  RunOptions,
-  RunResult,
-  RunStatus,
-} from '../engine/types.js';
+import type { RunCheckpoint, RunCommand, RunFlow, RunOptions, RunResult } from '../engine/types.js';
 import type { RunRecord } from '../store/catalog.js';
 import { StoreError } from '../store/errors.js';
 import type { EventLog, LogLine } from '../store/event-log.js';
 import type { GroupCommit } from '../store/group-commit.js';
 import type { RunSpec } from '../store/run-files.js';
-import { isStorageFault, StorageError } from '../store/storage-error.js';
+import { isStorageFault } from '../store/storage-error.js';
 import type { Store } from '../store/store.js';
 import type { ToolJournal } from '../store/tool-journal.js';
 import type { ToolHost } from '../tools/types.js';
 import { CheckpointPolicy, type SliceOptions } from './checkpoint-policy.js';
 import { type JournalState, journaledTools, journalState } from './journaled-tools.js';
 import { afterPoll } from './loop-turn.js';
-import { count, ReplayMarker, recount, zeroCounters } from './run-counters.js';
+import { applyEvent, FINAL, nowIso, ReplayMarker, recount, zeroCounters } from './run-counters.js';
+import { RunRecovery } from './run-recovery.js';
+
+export { FINAL };
 
 export interface Logger {
   info(obj: object | string, msg?: string): void;
@@ -80,8 +76,6 @@ export interface RunManagerOptions {
  */
 const SLICE: SliceOptions = { ms: 2, events: 320, replayMs: 5 };
 
-export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
-
 export class RunNotLiveError extends Error {
   constructor(runId: string, status: string) {
     super(`run ${runId} is ${status}, not live`);
@@ -116,8 +110,6 @@ export function newRunId(): string {
     .replace(/[^A-Za-z0-9]/g, 'x')}`;
 }
 
-const nowIso = () => new Date().toISOString();
-
 export class RunManager {
   private readonly active = new Map<string, Active>();
   /** Ends of runs being recorded (detachAll waits for them). */
@@ -128,9 +120,20 @@ export class RunManager {
 
   private readonly unsubscribe: () => void;
 
+  private readonly recovery: RunRecovery;
+
   constructor(private readonly o: RunManagerOptions) {
     this.log = o.logger ?? silent;
-    this.unsubscribe = o.store.health.onRecovered(() => void this.resumeStoragePaused());
+    this.recovery = new RunRecovery({
+      store: o.store,
+      log: this.log,
+      hosted: (runId) => this.active.has(runId),
+      closing: () => this.closing || o.autoResume === false,
+      loadEngine: () => this.loadEngine(),
+      launch: (runFlow, rec, spec, cp) => this.launch(runFlow, rec, spec, cp),
+      watch: (runId, commit, rec) => this.watch(runId, commit, rec),
+    });
+    this.unsubscribe = o.store.health.onRecovered(() => void this.recovery.resumeStoragePaused());
   }
 
   private get store(): Store {
@@ -224,55 +227,9 @@ export class RunManager {
     return record;
   }
 
-  /**
-   * Applies one durable event to the run's index entry (nothing that is not on disk is ever
-   * reported). Returns whether the entry on disk must follow
-   * now: only a pause (or its end) changes what recovery does with a run — it resumes paused
-   * runs paused and every other live one running — and a final status is written once the
-   * log under it is durable (settle). The in-memory index, which the API reads, is current.
-   */
+  /** Applies one durable event to the run's index entry (see applyEvent). */
   private track(rec: RunRecord, ev: RunEvent): boolean {
-    rec.lastSeq = ev.seq;
-    const before = rec.status;
-    count(rec.counters, rec.id, ev);
-    if (ev.runId !== rec.id) return false; // nested runs only count through the parent
-    let changed = true;
-    switch (ev.type) {
-      case 'run.started':
-      case 'run.resumed':
-      case 'input.received':
-        rec.status = 'running';
-        break;
-      case 'run.paused':
-        rec.status = 'paused';
-        break;
-      case 'input.requested':
-        rec.status = 'waiting';
-        break;
-      case 'run.completed':
-        rec.status = 'completed';
-        rec.output = ev.output;
-        break;
-      case 'run.failed':
-        rec.status = 'failed';
-        rec.error = { code: ev.error.code, message: ev.error.message };
-        break;
-      case 'run.cancelled':
-        rec.status = 'cancelled';
-        break;
-      case 'run.interrupted':
-        rec.status = 'interrupted';
-        rec.error = { code: 'interrupted', message: ev.reason ?? 'interrupted' };
-        break;
-      default:
-        changed = false;
-    }
-    if (ev.scripted) rec.scripted = true;
-    if (changed) {
-      rec.updatedAt = nowIso();
-      if (FINAL.has(rec.status)) rec.endedAt = rec.updatedAt;
-    }
-    return changed && (rec.status === 'paused') !== (before === 'paused');
+    return applyEvent(rec, ev);
   }
 
   private saveSoon(): void {
@@ -478,25 +435,6 @@ export class RunManager {
     a.done = p.finally(() => this.settling.delete(p));
   }
 
-  /** Resumes the runs the disk paused (writes succeed again); a run that fails again waits longer. */
-  private readonly retryAt = new Map<string, { at: number; wait: number }>();
-  private async resumeStoragePaused(): Promise<void> {
-    if (this.closing || this.o.autoResume === false) return;
-    for (const rec of Object.values(this.store.catalog.data.runs)) {
-      if (!rec.pausedBy || this.active.has(rec.id) || FINAL.has(rec.status)) continue;
-      const r = this.retryAt.get(rec.id);
-      if (r && Date.now() < r.at) continue;
-      const wait = Math.min((r?.wait ?? 500) * 2, 60_000);
-      this.retryAt.set(rec.id, { at: Date.now() + wait, wait });
-      try {
-        const outcome = await this.resumeStored(rec.id);
-        this.log.info({ runId: rec.id, outcome }, 'run paused by storage: resumed by itself');
-      } catch (e) {
-        this.log.warn({ runId: rec.id, err: (e as Error).message }, 'run paused by storage: not resumed yet');
-      }
-    }
-  }
-
   /** Records the end of a run hosted here (not of one detached at shutdown: it goes on elsewhere). */
   private settle(a: Active, r: RunResult): Promise<void> {
     if (a.detached) return Promise.resolve();
@@ -521,7 +459,7 @@ export class RunManager {
     if (r.status === 'completed' && rec.output === undefined) rec.output = r.output;
     a.journal.close();
     this.active.delete(a.runId);
-    this.retryAt.delete(a.runId);
+    this.recovery.forget(a.runId);
     // Serialising the catalog takes a while on a big one; the run's last frame goes out first.
     await afterPoll();
     await this.store.catalog.save();
@@ -536,235 +474,20 @@ export class RunManager {
     a.send(cmd);
   }
 
-  /** Appends a final `run.interrupted` event to a run that cannot continue. */
-  private async interrupt(rec: RunRecord, reason: string): Promise<void> {
-    let logOk = true;
-    try {
-      const { log, commit } = this.store.openLog(rec.id);
-      const ev = {
-        runId: rec.id,
-        seq: log.lastSeq + 1,
-        ts: Date.now(),
-        type: 'run.interrupted',
-        reason,
-      } as RunEvent;
-      this.watch(rec.id, commit, rec);
-      commit.append(ev);
-      await this.store.closeLog(rec.id);
-      if (commit.failed) throw commit.failed;
-    } catch (e) {
-      if (isStorageFault(e)) throw this.store.health.report(e);
-      // The log itself is damaged: it stays as it is for the operator; the index says why.
-      logOk = false;
-      this.log.error({ runId: rec.id, err: (e as Error).message }, 'run log is damaged; not touched');
-      rec.status = 'interrupted';
-      rec.error = { code: 'store-damaged', message: `${reason}; ${(e as Error).message}` };
-      rec.endedAt = rec.updatedAt = nowIso();
-    }
-    if (logOk) rec.error = { code: 'interrupted', message: reason };
-    this.log.warn({ runId: rec.id, reason }, 'run interrupted');
-  }
-
   /**
    * Continues a run that is not hosted by any process from its last checkpoint, or marks it
-   * interrupted when that is impossible. Returns what happened.
+   * interrupted when that is impossible (see run-recovery.ts).
    */
-  async resumeStored(
+  resumeStored(
     runId: string,
     opts: { pause?: boolean; allowInterrupted?: boolean } = {},
   ): Promise<'resumed' | 'interrupted' | 'final'> {
-    const rec = this.store.catalog.data.runs[runId];
-    if (!rec) throw new Error(`no run ${runId}`);
-    if (this.active.has(runId)) throw new Error(`run ${runId} is already live`);
-    try {
-      return await this.resumeFromDisk(rec, opts);
-    } catch (e) {
-      // The disk refused again: the run stays paused by it, nothing of it is lost.
-      if (!isStorageFault(e)) throw e;
-      await this.store.closeLog(runId).catch(() => {});
-      const se = this.store.health.report(e);
-      if (!FINAL.has(rec.status)) {
-        rec.status = 'paused';
-        rec.pausedBy = {
-          code: se.code,
-          message: se.message,
-          ...(se.path ? { path: se.path } : {}),
-          at: nowIso(),
-        };
-      }
-      throw se;
-    }
+    return this.recovery.resumeStored(runId, opts);
   }
 
-  private async resumeFromDisk(
-    rec: RunRecord,
-    opts: { pause?: boolean; allowInterrupted?: boolean },
-  ): Promise<'resumed' | 'interrupted' | 'final'> {
-    const runId = rec.id;
-    let log: EventLog;
-    let commit: GroupCommit;
-    try {
-      const opened = this.store.openLog(runId);
-      log = opened.log;
-      commit = opened.commit;
-      if (opened.torn)
-        this.log.warn(
-          { runId, file: log.file, ...opened.torn },
-          'cut a torn record at the end of the run log',
-        );
-    } catch (e) {
-      if (isStorageFault(e) && !(e instanceof StoreError)) throw e;
-      await this.interrupt(rec, `the run log cannot be read: ${(e as Error).message}`);
-      await this.store.catalog.save();
-      return 'interrupted';
-    }
-    // The entry follows the log: status, lastSeq and counters (a replayed turn counts once).
-    recount(rec, log.events);
-    rec.lastSeq = log.lastSeq;
-    // The log is the truth: the process may have died after the final event but before the index.
-    const finalRe = opts.allowInterrupted
-      ? /^run\.(completed|failed|cancelled)$/
-      : /^run\.(completed|failed|cancelled|interrupted)$/;
-    const final = [...log.events].reverse().find((e) => e.runId === runId && finalRe.test(e.type));
-    if (final) {
-      for (const e of log.events.slice(-1)) this.track(rec, e);
-      this.track(rec, final);
-      delete rec.pausedBy;
-      await this.store.closeLog(runId);
-      await this.store.catalog.save();
-      return 'final';
-    }
-    let spec: RunSpec | undefined;
-    let cp: RunCheckpoint | undefined;
-    let latest: RunCheckpoint | undefined;
-    try {
-      spec = await this.store.readSpec(runId);
-      // The last checkpoint the log covers (after a power loss a later one may have survived
-      // the log lines under it; it is skipped).
-      latest = await this.store.readCheckpoint(runId);
-      cp = latest && latest.seq <= log.lastSeq ? latest : await this.store.readCheckpoint(runId, log.lastSeq);
-    } catch (e) {
-      if (isStorageFault(e) && !(e instanceof StoreError)) throw e;
-      this.log.error(
-        { runId, file: (e as StoreError).file, err: (e as Error).message },
-        'run file is damaged',
-      );
-      await this.interrupt(rec, `a run file is damaged: ${(e as Error).message}`);
-      await this.store.catalog.save();
-      return 'interrupted';
-    }
-    if (!spec || !cp) {
-      if (rec.pausedBy && spec) {
-        // Stopped by the disk before its first checkpoint: nothing to continue from. It fails
-        // by the storage error's name.
-        await this.failStored(rec, commit, rec.pausedBy);
-        return 'final';
-      }
-      await this.interrupt(
-        rec,
-        !spec
-          ? 'the run was never fully recorded'
-          : latest
-            ? `the checkpoint (seq ${latest.seq}) is ahead of the log (seq ${log.lastSeq})`
-            : 'the process stopped before the first checkpoint',
-      );
-      await this.store.catalog.save();
-      return 'interrupted';
-    }
-    const runFlow = await this.loadEngine();
-    const stop = rec.pausedBy;
-    if (stop) {
-      // The log says why it stopped where it stops, then the engine says it resumed.
-      this.watch(runId, commit, rec);
-      commit.append({
-        runId,
-        seq: log.lastSeq + 1,
-        ts: Date.parse(stop.at) || Date.now(),
-        type: 'run.paused',
-        reason: `${stop.code}: ${stop.message}`,
-      } as RunEvent);
-      await commit.durable();
-      delete rec.pausedBy;
-    }
-    rec.resumes++;
-    rec.status = 'running';
-    rec.lastSeq = log.lastSeq;
-    const a = this.launch(runFlow, rec, spec, cp);
-    if (opts.pause) a.send({ type: 'pause' });
-    await this.store.catalog.save().catch(() => {});
-    this.log.info({ runId, fromSeq: cp.seq, logSeq: log.lastSeq }, 'run resumed from its checkpoint');
-    return 'resumed';
-  }
-
-  /** Ends a stored run with `run.failed` naming a storage error. */
-  private async failStored(
-    rec: RunRecord,
-    commit: GroupCommit,
-    stop: NonNullable<RunRecord['pausedBy']>,
-  ): Promise<void> {
-    this.watch(rec.id, commit, rec);
-    commit.append({
-      runId: rec.id,
-      seq: commit.log.lastSeq + 1,
-      ts: Date.now(),
-      type: 'run.failed',
-      error: { code: stop.code, message: `${stop.message}; the run stopped before its first checkpoint` },
-    } as RunEvent);
-    await this.store.closeLog(rec.id);
-    if (commit.failed) throw commit.failed;
-    delete rec.pausedBy;
-    await this.store.catalog.save();
-  }
-
-  /**
-   * On start: every run the last process left live is resumed or marked interrupted; a run
-   * whose start never completed (no spec, nothing logged) is removed, as are run folders the
-   * catalog does not know; a run the disk paused resumes running. A disk that still refuses
-   * leaves a run paused by it (`paused`).
-   */
-  async recover(): Promise<{ resumed: string[]; interrupted: string[]; final: string[]; paused: string[] }> {
-    const out = {
-      resumed: [] as string[],
-      interrupted: [] as string[],
-      final: [] as string[],
-      paused: [] as string[],
-    };
-    const runs = this.store.catalog.data.runs;
-    for (const rec of Object.values(runs)) {
-      if (FINAL.has(rec.status) || this.active.has(rec.id)) continue;
-      if (rec.status === 'pending' && rec.lastSeq === 0 && (await this.phantom(rec.id))) {
-        delete runs[rec.id];
-        await this.store.removeRun(rec.id);
-        this.log.warn({ runId: rec.id }, 'removed a run whose start never completed');
-        continue;
-      }
-      const wasPaused = rec.status === 'paused' && !rec.pausedBy;
-      try {
-        const r = await this.resumeStored(rec.id, { pause: wasPaused });
-        out[r].push(rec.id);
-      } catch (e) {
-        if (e instanceof StorageError) {
-          out.paused.push(rec.id);
-          continue;
-        }
-        this.log.error({ runId: rec.id, err: (e as Error).message }, 'could not recover run');
-        await this.interrupt(rec, `recovery failed: ${(e as Error).message}`).catch(() => {});
-        out.interrupted.push(rec.id);
-      }
-    }
-    await this.store.sweepUnrecorded();
-    await this.store.catalog.save();
-    return out;
-  }
-
-  /** Whether a run has neither a spec nor a logged event (its start never completed). */
-  private async phantom(runId: string): Promise<boolean> {
-    try {
-      if (await this.store.readSpec(runId)) return false;
-    } catch {
-      return false;
-    }
-    return this.store.readEvents(runId, 0, 1).length === 0;
+  /** On start: every run the last process left live is resumed, paused by the disk, or interrupted. */
+  recover(): ReturnType<RunRecovery['recover']> {
+    return this.recovery.recover();
   }
 
   /**
