@@ -12,10 +12,7 @@ export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'ca
 
 export const nowIso = (): string => new Date().toISOString();
 
-/** `replayed` is not in the event schema's named fields; events allow additional ones. */
-export type Replayable = RunEvent & { replayed?: boolean };
-
-export const isReplayed = (ev: RunEvent): boolean => (ev as Replayable).replayed === true;
+export const isReplayed = (ev: RunEvent): boolean => ev.replayed === true;
 
 export function zeroCounters(): RunCounters {
   return { turns: 0, promptTokens: 0, completionTokens: 0, toolCalls: 0 };
@@ -68,7 +65,7 @@ export class ReplayMarker {
     if (n === undefined) return ev;
     if (n <= 1) this.left.delete(ev.type);
     else this.left.set(ev.type, n - 1);
-    return { ...ev, replayed: true } as unknown as RunEvent;
+    return { ...ev, replayed: true };
   }
 }
 
