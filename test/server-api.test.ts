@@ -54,8 +54,10 @@ describe('flows API', () => {
     expect(r.body).toBe(serializeFlow(changed));
     expect(r.headers['content-disposition']).toContain('doc.json');
 
-    // The catalog on disk holds it.
-    expect(JSON.parse(readFileSync(join(s.dir, 'catalog.json'), 'utf8')).flows.doc.flow.name).toBe('Renamed');
+    // The catalog on disk holds it: its index names the flow's own file.
+    const indexed = JSON.parse(readFileSync(join(s.dir, 'catalog.json'), 'utf8')).flows.doc;
+    expect(indexed.rev).toBe(2);
+    expect(JSON.parse(readFileSync(join(s.dir, 'flows', indexed.file), 'utf8')).name).toBe('Renamed');
 
     expect((await s.req({ method: 'DELETE', url: '/api/flows/doc' })).statusCode).toBe(204);
     // Deleted, not unknown: 410 says who deleted it (test/server/lifecycle.test.ts).
@@ -164,7 +166,11 @@ describe('flows API', () => {
       expect(typeof body.error.message).toBe('string');
       expect(r.body).not.toMatch(/\bat .*\.(ts|js):\d+/);
     }
-    expect((await s.req({ method: 'GET', url: '/api/health' })).json()).toEqual({ ok: true });
+    expect((await s.req({ method: 'GET', url: '/api/health' })).json()).toMatchObject({
+      ok: true,
+      status: 'ok',
+      storage: { status: 'ok' },
+    });
   });
 
   it('documents every route in the generated OpenAPI document', async () => {

@@ -50,7 +50,7 @@ describe('switchboard serve', () => {
     const url = await a.listening;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const r = await fetch(`${url}/api/health`);
-    expect(await r.json()).toEqual({ ok: true });
+    expect(await r.json()).toMatchObject({ ok: true, status: 'ok', storage: { status: 'ok' } });
     const b = serve(['--port', '0', '--data', dir]);
     expect(await b.exited).toBe(1);
     expect(b.err()).toContain(`locked by pid ${a.child.pid}`);

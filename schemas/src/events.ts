@@ -27,6 +27,11 @@ const base = {
   edgeId: Type.Optional(Type.String()),
   /** True when the model replies come from a script, never a real model. */
   scripted: Type.Optional(Type.Boolean()),
+  /**
+   * True on an event a resumed run emits again: the log already holds it from before the
+   * resume (the turns after the checkpoint the run resumed from). Counted once.
+   */
+  replayed: Type.Optional(Type.Boolean()),
   /** Set on events of a nested (delegated) run. */
   parentRunId: Type.Optional(Type.String()),
   parentCallId: Type.Optional(Type.String()),

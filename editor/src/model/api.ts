@@ -112,6 +112,13 @@ export class FlowApi {
     }
   }
 
+  /** The server's `/api/health` answer (liveness and storage), or undefined when none came. */
+  async health(): Promise<unknown> {
+    const r = await this.request('GET', '/api/health');
+    if (!(r.headers.get('content-type') ?? '').includes('json')) return undefined;
+    return r.json();
+  }
+
   /** Whether a Switchboard server answers and accepts this editor. */
   async available(): Promise<boolean> {
     return (await this.access()) === 'ok';

@@ -132,4 +132,34 @@ describe('transcript fold', () => {
     expect(v.dropped).toBe(30);
     expect(v.entries[0]!.text).toBe('line 30');
   });
+
+  it('a turn a resumed run replays is counted once and its message says it is replayed', () => {
+    const evs = events([
+      { type: 'run.started', flowId: 'f', input: 'hi' },
+      { type: 'turn.completed', nodeId: 'a', turn: 1, usage: { promptTokens: 3, completionTokens: 2 } },
+      { type: 'message', nodeId: 'a', message: { seq: 1, role: 'assistant', author: 'a', content: 'x' } },
+      { type: 'run.paused', reason: 'storage_full: the disk is full' },
+      { type: 'run.resumed', fromCheckpoint: true },
+      {
+        type: 'turn.completed',
+        nodeId: 'a',
+        turn: 1,
+        usage: { promptTokens: 3, completionTokens: 2 },
+        replayed: true,
+      },
+      {
+        type: 'message',
+        nodeId: 'a',
+        message: { seq: 1, role: 'assistant', author: 'a', content: 'x' },
+        replayed: true,
+      },
+    ]);
+    const v = fold(EMPTY_VIEW, 'r1', evs);
+    expect(v.turns).toBe(1);
+    expect(v.tokens).toBe(5);
+    expect(v.entries.filter((e) => e.kind === 'message').map((e) => e.who)).toEqual(['a', 'a (replayed)']);
+    expect(
+      v.entries.some((e) => e.kind === 'status' && e.text === 'paused: storage_full: the disk is full'),
+    ).toBe(true);
+  });
 });

@@ -218,6 +218,8 @@ export function fold(
         push({ ...base, kind: 'error', text: ev.error.message, who: ev.error.code });
         break;
       case 'turn.completed':
+        // A turn a resumed run replays is in the log already: counted once.
+        if (ev.replayed) break;
         v.turns++;
         v.tokens += ev.usage.promptTokens + ev.usage.completionTokens;
         break;
@@ -244,7 +246,7 @@ export function fold(
         push({
           ...base,
           kind: 'message',
-          who: ev.message.author ?? ev.message.role,
+          who: `${ev.message.author ?? ev.message.role}${ev.replayed ? ' (replayed)' : ''}`,
           text: ev.message.content,
         });
         break;

@@ -15,6 +15,7 @@ import { Palette } from './Palette.js';
 import { Presence } from './Presence.js';
 import { Problems } from './Problems.js';
 import { RunPanel } from './RunPanel.js';
+import { StorageBanner } from './StorageBanner.js';
 
 type Theme = 'light' | 'dark';
 type DialogName = 'gallery' | 'paste' | 'help' | 'save-as' | 'delete' | undefined;
@@ -267,6 +268,7 @@ export function App(props: Omit<EditorServices, 'toast'>) {
           <div className="sb-app" data-testid="editor">
             <Toolbar theme={theme} setTheme={setTheme} open={setDialog} />
             <RoomClosedBanner saveAs={() => setDialog('save-as')} />
+            <StorageBanner />
             <div className="sb-main">
               <Palette />
               <div className="sb-center">

@@ -10,6 +10,8 @@ import fastifyWebsocket from '@fastify/websocket';
 import type { RunEvent } from '@switchboard/schemas';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { LogLine } from '../store/event-log.js';
+import { isStorageFault, toStorageError } from '../store/storage-error.js';
+import { lowSpaceFromEnv, type StorageHealthOptions } from '../store/storage-health.js';
 import { Store } from '../store/store.js';
 import { defaultEditorDir } from './editor-dir.js';
 import { installErrorHandling } from './errors.js';
@@ -90,6 +92,8 @@ export interface ServerOptions {
   durability?: 'fsync' | 'os';
   /** Resume runs the last process left running (default true). */
   recover?: boolean;
+  /** Low-space threshold and probe interval (default: SWITCHBOARD_LOW_SPACE_MB, 256 MiB; 1 s). */
+  storage?: StorageHealthOptions;
   env?: NodeJS.ProcessEnv;
   /**
    * `--allow-outbound` values (loopback, private, HOST[:PORT], CIDR), added to
@@ -118,7 +122,7 @@ export interface SwitchboardServer {
   /** The concurrent run cap in force. */
   maxRuns: number;
   /** What recovery found at start. */
-  recovered: { resumed: string[]; interrupted: string[]; final: string[] };
+  recovered: { resumed: string[]; interrupted: string[]; final: string[]; paused: string[] };
   /**
    * Starts listening. `editor` is the address to open in a browser: with a token it carries
    * `?token=`, which the editor stores and removes from the address bar (print it once, to the
@@ -205,6 +209,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     (await Store.open(options.dataDir ?? env.SWITCHBOARD_DATA ?? './.switchboard', {
       // `os`: no per-turn fsync (survives kill -9, not a power loss).
       durability: options.durability ?? (env.SWITCHBOARD_DURABILITY === 'os' ? 'os' : 'fsync'),
+      health: { lowSpaceBytes: lowSpaceFromEnv(env), ...options.storage },
     }));
 
   const app = Fastify({
@@ -221,6 +226,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     forceCloseConnections: true,
     requestTimeout: 60_000,
   });
+  store.health.logger = app.log;
+  void store.health.checkSpace();
   const openapi = collectRoutes(app);
   installErrorHandling(app);
   installJsonParser(app);
@@ -288,6 +295,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     records,
     new RoomStates(join(store.dir, 'rooms'), store.fsync),
     app.log,
+    store.health,
   );
   const rooms = new YjsRooms(roomStore.hooks(options.rooms));
   roomStore.attach(rooms);
@@ -304,7 +312,19 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     },
   });
 
-  app.get('/api/health', { schema: { summary: 'Liveness (public)' } }, async () => ({ ok: true }));
+  // Public: liveness, and whether the data directory takes writes (degraded while they fail,
+  // with the last storage error, its path relative to the data directory) and has room left.
+  app.get('/api/health', { schema: { summary: 'Liveness and storage health (public)' } }, async () => {
+    const storage = await store.health.snapshot();
+    return {
+      ok: true,
+      status: storage.status,
+      storage,
+      ...(storage.lowSpace
+        ? { warnings: [`storage_low: ${storage.freeBytes} bytes free, below ${storage.lowSpaceBytes}`] }
+        : {}),
+    };
+  });
   app.get('/api/openapi.json', { schema: { summary: 'This API as OpenAPI 3.1' } }, async () => openapi());
   registerFlowRoutes(
     app,
@@ -346,7 +366,9 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
       `the open-files limit allows ${maxRuns} live runs at once, not ${DEFAULT_MAX_RUNS} (raise ulimit -n or set --max-runs)`,
     );
   const recovered =
-    options.recover === false ? { resumed: [], interrupted: [], final: [] } : await runs.recover();
+    options.recover === false
+      ? { resumed: [], interrupted: [], final: [], paused: [] }
+      : await runs.recover();
   if (recovered.resumed.length || recovered.interrupted.length)
     app.log.warn(recovered, 'recovered runs left by the previous process');
 
@@ -375,12 +397,28 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     async close() {
       if (closed) return;
       closed = true;
+      // Every step runs whatever the one before met (a data directory gone must not keep the
+      // port open); what could not be saved is thrown at the end, named.
+      const errors: unknown[] = [];
+      const step = async (f: () => Promise<unknown>) => {
+        try {
+          const r = await f();
+          if (Array.isArray(r)) errors.push(...r);
+        } catch (e) {
+          errors.push(e);
+        }
+      };
       hub.closeAll();
       // Before the store closes: what the editors changed last is saved.
-      await rooms.closeAll();
-      await runs.detachAll();
-      await app.close();
-      if (ownStore) await store.close();
+      await step(() => rooms.closeAll());
+      await step(() => runs.detachAll());
+      await step(() => app.close());
+      if (ownStore) await step(() => store.close());
+      const first = errors[0];
+      if (first !== undefined) {
+        const e = isStorageFault(first) ? toStorageError(first) : (first as Error);
+        throw Object.assign(e, { unsaved: errors.length });
+      }
     },
   };
 }

@@ -3,6 +3,7 @@
  * invalid flows), with a stable code and a sentence; never a stack trace.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { isFsError, STORAGE_HTTP_STATUS, StorageError, toStorageError } from '../store/storage-error.js';
 
 export class HttpError extends Error {
   constructor(
@@ -22,6 +23,13 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (err instanceof HttpError) {
       for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
       return reply.code(err.status).send({ error: { code: err.code, message: err.message }, ...err.extra });
+    }
+    // A disk fault has a name (storage_full 507, storage_unavailable 503, storage_io 500) and a path.
+    const raw: unknown = err;
+    if (raw instanceof StorageError || isFsError(raw)) {
+      const se = toStorageError(raw);
+      req.log.error({ code: se.code, path: se.path, errno: se.errno }, se.message);
+      return reply.code(STORAGE_HTTP_STATUS[se.code]).send({ error: se.toJSON() });
     }
     if (err.validation) {
       const v = err.validation[0];

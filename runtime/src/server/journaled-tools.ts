@@ -55,6 +55,11 @@ export interface JournalState {
   durable?: () => Promise<void>;
   /** Told of every call, replayed or not. */
   onCall?: () => void;
+  /**
+   * Told when the journal cannot be written: the call is not made (an intent that is not on
+   * disk could not stop a repeat after a crash), and the run stops where its log stops.
+   */
+  onStoreError?: (e: unknown) => void;
 }
 
 export function journalState(journal: ToolJournal, resumedFromSeq: number | undefined): JournalState {
@@ -82,16 +87,25 @@ export function journaledTools(inner: ToolHost, st: JournalState): ToolHost {
       }
       const cp = st.checkpointSeq;
       await st.durable?.();
-      const intent = await st.journal.intent(h.name, key, cp);
+      const journal = async <T>(write: () => Promise<T>): Promise<T> => {
+        try {
+          return await write();
+        } catch (e) {
+          st.onStoreError?.(e);
+          throw e;
+        }
+      };
+      const intent = await journal(() => st.journal.intent(h.name, key, cp));
       let result: ToolResult;
       try {
         result = await h.call(args, options);
       } catch (e) {
         // A failure is an outcome too: a replay reports it instead of trying again.
-        await st.journal.done(intent.n, { content: String((e as Error)?.message ?? e), isError: true });
+        const outcome = { content: String((e as Error)?.message ?? e), isError: true };
+        await journal(() => st.journal.done(intent.n, outcome));
         throw e;
       }
-      await st.journal.done(intent.n, result);
+      await journal(() => st.journal.done(intent.n, result));
       return result;
     },
   });

@@ -68,6 +68,8 @@ export class RoomPersistence implements FlowRoomLink {
     private readonly records: FlowRecords,
     private readonly states: RoomStates,
     private readonly log: FastifyBaseLogger,
+    /** The store's health, told of a room file that could not be written. */
+    private readonly health?: { report(e: unknown, path?: string): unknown },
   ) {}
 
   /** The hooks a `YjsRooms` needs; `attach` gives this the rooms it serves. */
@@ -199,6 +201,7 @@ export class RoomPersistence implements FlowRoomLink {
     try {
       await this.states.write(name, history);
     } catch (err) {
+      this.health?.report(err, this.states.file(name));
       this.log.warn({ err, room: name }, 'co-editing history not written; the flow itself is saved');
     }
   }

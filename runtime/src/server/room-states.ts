@@ -41,7 +41,10 @@ export class RoomStates {
   write(id: string, state: Uint8Array): Promise<void> {
     return this.chain(id, async () => {
       if (!this.made) {
-        await mkdir(this.dir, { recursive: true, mode: 0o700 });
+        // Inside the existing data directory only (one that vanished is not made again).
+        await mkdir(this.dir, { mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
+          if (e.code !== 'EEXIST') throw e;
+        });
         this.made = true;
       }
       if (!this.swept.has(id)) {

@@ -27,12 +27,17 @@ import { StoreError } from '../store/errors.js';
 import type { EventLog, LogLine } from '../store/event-log.js';
 import type { GroupCommit } from '../store/group-commit.js';
 import type { RunSpec } from '../store/run-files.js';
+import { isStorageFault } from '../store/storage-error.js';
 import type { Store } from '../store/store.js';
 import type { ToolJournal } from '../store/tool-journal.js';
 import type { ToolHost } from '../tools/types.js';
 import { CheckpointPolicy, type SliceOptions } from './checkpoint-policy.js';
 import { type JournalState, journaledTools, journalState } from './journaled-tools.js';
 import { afterPoll } from './loop-turn.js';
+import { applyEvent, FINAL, nowIso, ReplayMarker, recount, zeroCounters } from './run-counters.js';
+import { RunRecovery } from './run-recovery.js';
+
+export { FINAL };
 
 export interface Logger {
   info(obj: object | string, msg?: string): void;
@@ -68,6 +73,8 @@ export interface RunManagerOptions {
   logger?: Logger;
   /** When a run that never waits lets the event loop turn, and writes a checkpoint then. */
   slice?: Partial<SliceOptions>;
+  /** Resume runs the disk paused once writes succeed again (default true). */
+  autoResume?: boolean;
 }
 
 /**
@@ -79,8 +86,6 @@ export interface RunManagerOptions {
  * about a millisecond at most. A crash replays at most 5 ms of such turns.
  */
 const SLICE: SliceOptions = { ms: 2, events: 320, replayMs: 5 };
-
-export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
 
 export class RunNotLiveError extends Error {
   constructor(runId: string, status: string) {
@@ -116,8 +121,6 @@ export function newRunId(): string {
     .replace(/[^A-Za-z0-9]/g, 'x')}`;
 }
 
-const nowIso = () => new Date().toISOString();
-
 export class RunManager {
   private readonly active = new Map<string, Active>();
   /** Ends of runs being recorded (detachAll waits for them). */
@@ -126,8 +129,22 @@ export class RunManager {
   private engine: Promise<RunFlow> | undefined;
   private closing = false;
 
+  private readonly unsubscribe: () => void;
+
+  private readonly recovery: RunRecovery;
+
   constructor(private readonly o: RunManagerOptions) {
     this.log = o.logger ?? silent;
+    this.recovery = new RunRecovery({
+      store: o.store,
+      log: this.log,
+      hosted: (runId) => this.active.has(runId),
+      closing: () => this.closing || o.autoResume === false,
+      loadEngine: () => this.loadEngine(),
+      launch: (runFlow, rec, spec, cp) => this.launch(runFlow, rec, spec, cp),
+      watch: (runId, commit, rec) => this.watch(runId, commit, rec),
+    });
+    this.unsubscribe = o.store.health.onRecovered(() => void this.recovery.resumeStoragePaused());
   }
 
   private get store(): Store {
@@ -140,8 +157,10 @@ export class RunManager {
     return this.engine;
   }
 
+  /** Hosted here and recording (a run the disk stopped is not, even while its files close). */
   isLive(runId: string): boolean {
-    return this.active.has(runId);
+    const a = this.active.get(runId);
+    return a !== undefined && !a.detached;
   }
 
   get liveCount(): number {
@@ -189,80 +208,43 @@ export class RunManager {
       createdAt: t,
       updatedAt: t,
       lastSeq: 0,
-      counters: { turns: 0, promptTokens: 0, completionTokens: 0, toolCalls: 0 },
+      counters: zeroCounters(),
       resumes: 0,
       source: p.source,
     };
-    this.store.catalog.data.runs[runId] = record;
-    await this.store.catalog.save();
     const spec: RunSpec = { version: 1, runId, flow, input: p.input, createdAt: t };
     if (p.answers) spec.answers = p.answers;
-    await this.store.writeSpec(spec);
-    const a = this.launch(runFlow, record, spec, undefined, true);
+    // The run's folder first, then its index entry: a start that fails at either leaves
+    // nothing behind — no folder, no entry (a run the client was told failed never shows up).
+    const runs = this.store.catalog.data.runs;
+    let a: Active;
+    try {
+      await this.store.writeSpec(spec);
+      runs[runId] = record;
+      await this.store.catalog.save();
+      a = this.launch(runFlow, record, spec, undefined, true);
+    } catch (e) {
+      if (runs[runId] === record) delete runs[runId];
+      this.active.delete(runId);
+      await this.store.removeRun(runId);
+      // A save that already held the entry may have reached the disk: the next one drops it.
+      this.saveSoon();
+      if (!isStorageFault(e)) throw e;
+      const se = this.store.health.report(e);
+      this.log.error({ code: se.code, path: se.path }, `a run could not be started: ${se.message}`);
+      throw se;
+    }
     for (const nodeId of p.breakpoints ?? []) a.send({ type: 'breakpoint', nodeId, on: true });
     return record;
   }
 
-  /**
-   * Applies one event to the run's index entry. Returns whether the entry on disk must follow
-   * now: only a pause (or its end) changes what recovery does with a run — it resumes paused
-   * runs paused and every other live one running — and a final status is written once the
-   * log under it is durable (settle). The in-memory index, which the API reads, is current.
-   */
+  /** Applies one durable event to the run's index entry (see applyEvent). */
   private track(rec: RunRecord, ev: RunEvent): boolean {
-    rec.lastSeq = ev.seq;
-    const before = rec.status;
-    if (ev.runId !== rec.id) return false; // nested runs only count through the parent
-    let changed = true;
-    switch (ev.type) {
-      case 'run.started':
-      case 'run.resumed':
-      case 'input.received':
-        rec.status = 'running';
-        break;
-      case 'run.paused':
-        rec.status = 'paused';
-        break;
-      case 'input.requested':
-        rec.status = 'waiting';
-        break;
-      case 'run.completed':
-        rec.status = 'completed';
-        rec.output = ev.output;
-        break;
-      case 'run.failed':
-        rec.status = 'failed';
-        rec.error = { code: ev.error.code, message: ev.error.message };
-        break;
-      case 'run.cancelled':
-        rec.status = 'cancelled';
-        break;
-      case 'run.interrupted':
-        rec.status = 'interrupted';
-        rec.error = { code: 'interrupted', message: ev.reason ?? 'interrupted' };
-        break;
-      case 'turn.completed':
-        rec.counters.turns++;
-        rec.counters.promptTokens += ev.usage.promptTokens;
-        rec.counters.completionTokens += ev.usage.completionTokens;
-        changed = false;
-        break;
-      case 'tool.called':
-        rec.counters.toolCalls++;
-        changed = false;
-        break;
-      default:
-        changed = false;
-    }
-    if (ev.scripted) rec.scripted = true;
-    if (changed) {
-      rec.updatedAt = nowIso();
-      if (FINAL.has(rec.status)) rec.endedAt = rec.updatedAt;
-    }
-    return changed && (rec.status === 'paused') !== (before === 'paused');
+    return applyEvent(rec, ev);
   }
 
   private saveSoon(): void {
+    // A failure is reported to the store's health by the catalog; the next save retries.
     this.store.catalog
       .save()
       .catch((e: unknown) => this.log.error({ err: String(e) }, 'catalog write failed'));
@@ -285,7 +267,7 @@ export class RunManager {
     // A tool call is journaled against the last checkpoint written, once that one is durable.
     js.durable = () => commit.durable();
     js.onCall = () => policy.onToolCall();
-    this.watch(runId, commit, policy);
+    this.watch(runId, commit, record, policy);
     const abort = new AbortController();
     const a: Active = {
       runId,
@@ -301,9 +283,14 @@ export class RunManager {
       done: Promise.resolve(),
     };
     this.active.set(runId, a);
+    js.onStoreError = (e) => this.stopForStorage(a, e);
+    commit.onError = (e) => this.stopForStorage(a, e);
+    // A resumed run replays the turns after its checkpoint: their events are marked as such.
+    const replay = cp ? new ReplayMarker(log.events, cp.seq) : undefined;
     let nextSeq = log.lastSeq + 1;
-    const onEvent = (ev: RunEvent) => {
+    const onEvent = (engineEvent: RunEvent) => {
       if (a.detached || commit.failed) return;
+      const ev = replay?.pending ? replay.mark(engineEvent) : engineEvent;
       if (ev.seq !== nextSeq) {
         // The log must stay contiguous; an engine that skips or repeats a seq is a bug to surface.
         this.log.error(
@@ -312,10 +299,14 @@ export class RunManager {
         );
         return;
       }
-      commit.append(ev);
+      try {
+        commit.append(ev);
+      } catch (e) {
+        this.stopForStorage(a, e);
+        return;
+      }
       nextSeq++;
       policy.onEvent(ev);
-      if (this.track(record, ev)) this.saveSoon();
     };
     // Returns nothing for most turns (nothing to wait for: the engine goes on at once).
     const checkpoint = (c: RunCheckpoint): Promise<void> | undefined => {
@@ -385,23 +376,78 @@ export class RunManager {
     return a;
   }
 
-  /** Publishes a run's events once durable, and reports a store that can no longer write. */
-  private watch(runId: string, commit: GroupCommit, policy?: CheckpointPolicy): void {
+  /**
+   * Applies a run's events to its index entry and publishes them once durable; reports a
+   * store that can no longer write (a hosted run stops for it: see launch).
+   */
+  private watch(runId: string, commit: GroupCommit, rec: RunRecord, policy?: CheckpointPolicy): void {
     const { publish, publishWritten } = this.o;
-    commit.onDurable = publish
-      ? (events, lines) => {
-          const watchers = publish(runId, events, lines);
-          if (typeof watchers === 'number') policy?.watchedBy(watchers);
-        }
-      : undefined;
+    commit.onDurable = (events, lines) => {
+      let save = false;
+      for (const ev of events) if (this.track(rec, ev)) save = true;
+      if (save) this.saveSoon();
+      const watchers = publish?.(runId, events, lines);
+      if (typeof watchers === 'number') policy?.watchedBy(watchers);
+    };
     commit.onWritten = publishWritten
       ? (events, lines) => {
           const watchers = publishWritten(runId, events, lines);
           if (typeof watchers === 'number') policy?.watchedBy(watchers);
         }
       : undefined;
-    commit.onError = (e) =>
-      this.log.error({ runId, file: commit.log.file, err: e.message }, 'run log cannot be written');
+    commit.onError = (e) => {
+      const se = this.store.health.report(e, commit.log.file);
+      this.log.error({ runId, code: se.code, path: se.path }, `run log cannot be written: ${se.message}`);
+    };
+  }
+
+  /**
+   * The run's log, checkpoint or tool journal could not be written: the run stops where its
+   * log stops. Nothing more is recorded, the engine is aborted, and the entry says `paused`
+   * with the storage error (`pausedBy`) and what the durable log holds; it resumes from its
+   * last checkpoint on a `resume` command, or by itself once writes succeed again.
+   */
+  private stopForStorage(a: Active, e: unknown): void {
+    if (a.detached) return;
+    a.detached = true;
+    const se = this.store.health.report(e, a.log.file);
+    const rec = a.record;
+    this.log.error(
+      { runId: a.runId, code: se.code, path: se.path, durableSeq: a.log.durableSeq },
+      `run paused: ${se.message}`,
+    );
+    a.abort.abort(se);
+    if (!FINAL.has(rec.status)) {
+      rec.status = 'paused';
+      rec.pausedBy = {
+        code: se.code,
+        message: se.message,
+        ...(se.path ? { path: se.path } : {}),
+        at: nowIso(),
+      };
+      rec.updatedAt = rec.pausedBy.at;
+    }
+    const p = (async () => {
+      await this.store.closeLog(a.runId).catch(() => {});
+      a.journal.close();
+      // The entry says what the log holds: what was handed to the OS before the failure is in
+      // the file (a torn last record is not), and a resume continues after exactly that.
+      try {
+        const onDisk = this.store.readEvents(a.runId);
+        // Written before the failure, in the file, not yet applied nor sent: they are now.
+        const extra = onDisk.filter((e) => e.seq > rec.lastSeq);
+        for (const e of extra) this.track(rec, e);
+        if (extra.length > 0) this.o.publish?.(a.runId, extra);
+        recount(rec, onDisk);
+        rec.lastSeq = onDisk.at(-1)?.seq ?? 0;
+        if (FINAL.has(rec.status)) delete rec.pausedBy;
+        else if (rec.pausedBy) rec.status = 'paused';
+      } catch {}
+      if (this.active.get(a.runId) === a) this.active.delete(a.runId);
+      await this.store.catalog.save().catch(() => {});
+    })();
+    this.settling.add(p);
+    a.done = p.finally(() => this.settling.delete(p));
   }
 
   /** Records the end of a run hosted here (not of one detached at shutdown: it goes on elsewhere). */
@@ -414,6 +460,10 @@ export class RunManager {
 
   private async recordEnd(a: Active, r: RunResult): Promise<void> {
     const rec = a.record;
+    // The log first: the entry says what it holds. A write that fails now stops the run for
+    // the disk (stopForStorage) like one that failed earlier: it did not end on disk.
+    await this.store.closeLog(a.runId);
+    if (a.detached) return;
     if (!FINAL.has(rec.status)) {
       // The engine ended without a final event in the log (should not happen): record the result.
       rec.status = r.status;
@@ -422,13 +472,9 @@ export class RunManager {
       rec.endedAt = rec.updatedAt = nowIso();
     }
     if (r.status === 'completed' && rec.output === undefined) rec.output = r.output;
-    if (a.commit.failed && rec.status !== 'failed') {
-      rec.status = 'failed';
-      rec.error = { code: 'store', message: `the run log cannot be written: ${a.commit.failed.message}` };
-    }
-    await this.store.closeLog(a.runId);
     a.journal.close();
     this.active.delete(a.runId);
+    this.recovery.forget(a.runId);
     // Serialising the catalog takes a while on a big one; the run's last frame goes out first.
     await afterPoll();
     await this.store.catalog.save();
@@ -443,147 +489,44 @@ export class RunManager {
     a.send(cmd);
   }
 
-  /** Appends a final `run.interrupted` event to a run that cannot continue. */
-  private async interrupt(rec: RunRecord, reason: string): Promise<void> {
-    let logOk = true;
-    try {
-      const { log, commit } = this.store.openLog(rec.id);
-      const ev = {
-        runId: rec.id,
-        seq: log.lastSeq + 1,
-        ts: Date.now(),
-        type: 'run.interrupted',
-        reason,
-      } as RunEvent;
-      this.watch(rec.id, commit);
-      commit.append(ev);
-      this.track(rec, ev);
-      await this.store.closeLog(rec.id);
-    } catch (e) {
-      // The log itself is damaged: it stays as it is for the operator; the index says why.
-      logOk = false;
-      this.log.error({ runId: rec.id, err: (e as Error).message }, 'run log is damaged; not touched');
-      rec.status = 'interrupted';
-      rec.error = { code: 'store-damaged', message: `${reason}; ${(e as Error).message}` };
-      rec.endedAt = rec.updatedAt = nowIso();
-    }
-    if (logOk) rec.error = { code: 'interrupted', message: reason };
-    this.log.warn({ runId: rec.id, reason }, 'run interrupted');
-  }
-
   /**
    * Continues a run that is not hosted by any process from its last checkpoint, or marks it
-   * interrupted when that is impossible. Returns what happened.
+   * interrupted when that is impossible (see run-recovery.ts).
    */
-  async resumeStored(
+  resumeStored(
     runId: string,
     opts: { pause?: boolean; allowInterrupted?: boolean } = {},
   ): Promise<'resumed' | 'interrupted' | 'final'> {
-    const rec = this.store.catalog.data.runs[runId];
-    if (!rec) throw new Error(`no run ${runId}`);
-    if (this.active.has(runId)) throw new Error(`run ${runId} is already live`);
-    let log: EventLog;
-    try {
-      const opened = this.store.openLog(runId);
-      log = opened.log;
-      if (opened.torn)
-        this.log.warn(
-          { runId, file: log.file, ...opened.torn },
-          'cut a torn record at the end of the run log',
-        );
-    } catch (e) {
-      await this.interrupt(rec, `the run log cannot be read: ${(e as Error).message}`);
-      await this.store.catalog.save();
-      return 'interrupted';
-    }
-    // The log is the truth: the process may have died after the final event but before the index.
-    const finalRe = opts.allowInterrupted
-      ? /^run\.(completed|failed|cancelled)$/
-      : /^run\.(completed|failed|cancelled|interrupted)$/;
-    const final = [...log.events].reverse().find((e) => e.runId === runId && finalRe.test(e.type));
-    if (final) {
-      for (const e of log.events.slice(-1)) this.track(rec, e);
-      this.track(rec, final);
-      await this.store.closeLog(runId);
-      await this.store.catalog.save();
-      return 'final';
-    }
-    let spec: RunSpec | undefined;
-    let cp: RunCheckpoint | undefined;
-    let latest: RunCheckpoint | undefined;
-    try {
-      spec = await this.store.readSpec(runId);
-      // The last checkpoint the log covers (after a power loss a later one may have survived
-      // the log lines under it; it is skipped).
-      latest = await this.store.readCheckpoint(runId);
-      cp = latest && latest.seq <= log.lastSeq ? latest : await this.store.readCheckpoint(runId, log.lastSeq);
-    } catch (e) {
-      this.log.error(
-        { runId, file: (e as StoreError).file, err: (e as Error).message },
-        'run file is damaged',
-      );
-      await this.interrupt(rec, `a run file is damaged: ${(e as Error).message}`);
-      await this.store.catalog.save();
-      return 'interrupted';
-    }
-    if (!spec || !cp) {
-      await this.interrupt(
-        rec,
-        !spec
-          ? 'the run was never fully recorded'
-          : latest
-            ? `the checkpoint (seq ${latest.seq}) is ahead of the log (seq ${log.lastSeq})`
-            : 'the process stopped before the first checkpoint',
-      );
-      await this.store.catalog.save();
-      return 'interrupted';
-    }
-    const runFlow = await this.loadEngine();
-    rec.resumes++;
-    rec.status = 'running';
-    rec.lastSeq = log.lastSeq;
-    const a = this.launch(runFlow, rec, spec, cp);
-    if (opts.pause) a.send({ type: 'pause' });
-    await this.store.catalog.save();
-    this.log.info({ runId, fromSeq: cp.seq, logSeq: log.lastSeq }, 'run resumed from its checkpoint');
-    return 'resumed';
+    return this.recovery.resumeStored(runId, opts);
   }
 
-  /** On start: every run the last process left live is resumed or marked interrupted. */
-  async recover(): Promise<{ resumed: string[]; interrupted: string[]; final: string[] }> {
-    const out = { resumed: [] as string[], interrupted: [] as string[], final: [] as string[] };
-    for (const rec of Object.values(this.store.catalog.data.runs)) {
-      if (FINAL.has(rec.status) || this.active.has(rec.id)) continue;
-      const wasPaused = rec.status === 'paused';
-      try {
-        const r = await this.resumeStored(rec.id, { pause: wasPaused });
-        out[r].push(rec.id);
-      } catch (e) {
-        this.log.error({ runId: rec.id, err: (e as Error).message }, 'could not recover run');
-        await this.interrupt(rec, `recovery failed: ${(e as Error).message}`);
-        out.interrupted.push(rec.id);
-      }
-    }
-    await this.store.catalog.save();
-    return out;
+  /** On start: every run the last process left live is resumed, paused by the disk, or interrupted. */
+  recover(): ReturnType<RunRecovery['recover']> {
+    return this.recovery.recover();
   }
 
   /**
    * Stops hosting: nothing more is recorded, logs are flushed and closed, and the runs stay
    * `running` in the index so the next process resumes them from their checkpoints.
    */
-  async detachAll(): Promise<void> {
+  async detachAll(): Promise<Error[]> {
     this.closing = true;
+    this.unsubscribe();
+    const errors: Error[] = [];
     for (const a of [...this.active.values()]) {
+      // A run the disk already stopped is paused by it (and reported); its files are closing.
+      if (a.detached) continue;
       a.detached = true;
       a.abort.abort(new Error('server shutting down'));
-      await this.store.closeLog(a.runId);
+      await this.store.closeLog(a.runId).catch((e: Error) => errors.push(e));
+      if (a.commit.failed) errors.push(a.commit.failed);
       a.journal.close();
       this.active.delete(a.runId);
     }
     // Runs that ended just before are still writing their index entry.
-    await Promise.all([...this.settling]);
-    await this.store.catalog.save();
+    await Promise.allSettled([...this.settling]);
+    await this.store.catalog.save().catch((e: Error) => errors.push(e));
+    return errors;
   }
 }
 

@@ -7,6 +7,8 @@
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { fault, faultAsync } from './faults.js';
+import { withPath } from './fd-io.js';
 
 /** Crash-injection points for tests: `SWITCHBOARD_CRASH_AT=atomic:<stage>` SIGKILLs the process there. */
 function crashPoint(stage: string): void {
@@ -54,30 +56,34 @@ export function fsyncDirSync(dir: string): void {
 export async function writeFileAtomic(
   file: string,
   data: string | Uint8Array,
-  options: { fsync?: boolean } = {},
+  /** `dirSync: false`: the caller fsyncs the directory itself (once for several files). */
+  options: { fsync?: boolean; dirSync?: boolean } = {},
 ): Promise<void> {
   const fsync = options.fsync ?? true;
   const tmp = tempName(file);
+  await faultAsync('open', tmp);
   const fh = await open(tmp, 'wx', 0o600);
   try {
+    await faultAsync('write', file);
     await fh.writeFile(data);
     crashPoint('written');
-    if (fsync) await fh.sync();
+    if (fsync) await (faultAsync('sync', file) ?? fh.sync());
     crashPoint('synced');
   } catch (e) {
-    await fh.close();
+    await fh.close().catch(() => {});
     await unlink(tmp).catch(() => {});
-    throw e;
+    throw withPath(e, file);
   }
   await fh.close();
   try {
+    await faultAsync('rename', file);
     await rename(tmp, file);
   } catch (e) {
     await unlink(tmp).catch(() => {});
     throw e;
   }
   crashPoint('renamed');
-  if (fsync) await fsyncDir(dirname(file));
+  if (fsync && options.dirSync !== false) await fsyncDir(dirname(file));
 }
 
 /**
@@ -91,18 +97,31 @@ export function writeFileAtomicSync(
 ): void {
   const fsync = options.fsync ?? true;
   const tmp = tempName(file);
+  fault('open', tmp);
   const fd = openSync(tmp, 'wx', 0o600);
   try {
+    fault('write', file);
     writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
-    if (fsync) fsyncSync(fd);
+    if (fsync) {
+      fault('sync', file);
+      fsyncSync(fd);
+    }
   } catch (e) {
     closeSync(fd);
     try {
       unlinkSync(tmp);
     } catch {}
-    throw e;
+    throw withPath(e, file);
   }
   closeSync(fd);
-  renameSync(tmp, file);
+  try {
+    fault('rename', file);
+    renameSync(tmp, file);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {}
+    throw e;
+  }
   if (fsync) fsyncDirSync(dirname(file));
 }

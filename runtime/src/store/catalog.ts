@@ -1,15 +1,17 @@
 /**
- * The catalog: flows, the run index and settings, in one lowdb document written atomically
- * with fsync. Writes are serialised and coalesced: while one write is in flight, later saves
- * fold into the next one, so 20 runs changing status at once cost two writes, not twenty.
+ * The catalog: flows, the run index and settings, a lowdb document kept in memory and written
+ * atomically with fsync — the index in `catalog.json`, each flow in its own file (see
+ * catalog-files.ts), so a write costs what it changes. Writes are serialised and coalesced:
+ * while one write is in flight, later saves fold into the next one, so 20 runs changing status
+ * at once cost two writes, not twenty.
  */
 import { type Dict, dict, type Flow } from '@switchboard/schemas/core';
 import { Low } from 'lowdb';
 import type { RunStatus } from '../engine/types.js';
-import { DurableJSONFile, removeStaleTemps, type ShapeCheck } from './json-file.js';
+import { CATALOG_FORMAT, CATALOG_VERSION, CatalogFiles, RUN_STATUS_LIST } from './catalog-files.js';
+import { removeStaleTemps } from './json-file.js';
 
-export const CATALOG_FORMAT = 'switchboard-catalog';
-export const CATALOG_VERSION = 1;
+export { CATALOG_FORMAT, CATALOG_VERSION } from './catalog-files.js';
 
 export interface FlowRecord {
   flow: Flow;
@@ -35,6 +37,14 @@ export interface RunCounters {
   toolCalls: number;
 }
 
+/** Why a run stopped that its process did not decide to stop: the disk refused a write. */
+export interface RunStop {
+  code: string;
+  message: string;
+  path?: string;
+  at: string;
+}
+
 export interface RunRecord {
   id: string;
   flowId: string;
@@ -47,12 +57,15 @@ export interface RunRecord {
   lastSeq: number;
   output?: unknown;
   error?: { code: string; message: string };
+  /** Counted from the log's durable events (a replayed turn or tool call counts once). */
   counters: RunCounters;
   /** How many times this run was resumed after its process stopped. */
   resumes: number;
   /** Where it was started from. */
   source: 'api' | 'cli' | 'mcp';
   scripted?: boolean;
+  /** Set while the run is paused because its log or checkpoint could not be written. */
+  pausedBy?: RunStop;
 }
 
 export interface CatalogData {
@@ -67,83 +80,34 @@ export interface CatalogData {
 }
 
 export function emptyCatalog(): CatalogData {
-  return { format: CATALOG_FORMAT, version: CATALOG_VERSION, flows: dict(), runs: dict(), settings: dict() };
+  return {
+    format: CATALOG_FORMAT,
+    version: CATALOG_VERSION,
+    flows: dict(),
+    runs: dict(),
+    settings: dict(),
+  };
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** Every status a run record may hold (the API's run filter accepts exactly these). */
-export const RUN_STATUSES: ReadonlySet<string> = new Set<RunStatus>([
-  'pending',
-  'running',
-  'paused',
-  'waiting',
-  'completed',
-  'failed',
-  'cancelled',
-  'interrupted',
-]);
-
-export const checkCatalog: ShapeCheck<CatalogData> = (v) => {
-  if (!isObj(v)) return { ok: false, path: '', message: 'expected an object' };
-  if (v.format !== CATALOG_FORMAT)
-    return {
-      ok: false,
-      path: '/format',
-      message: `expected "${CATALOG_FORMAT}", found ${JSON.stringify(v.format)}`,
-    };
-  if (v.version !== CATALOG_VERSION)
-    return {
-      ok: false,
-      path: '/version',
-      message: `unsupported catalog version ${JSON.stringify(v.version)}`,
-    };
-  for (const k of ['flows', 'runs', 'settings'] as const)
-    if (!isObj(v[k])) return { ok: false, path: `/${k}`, message: 'expected an object' };
-  if (v.deletedFlows !== undefined && !Array.isArray(v.deletedFlows))
-    return { ok: false, path: '/deletedFlows', message: 'expected an array' };
-  for (const [id, rec] of Object.entries(v.flows as Record<string, unknown>)) {
-    if (!isObj(rec) || !isObj(rec.flow) || rec.flow.id !== id || typeof rec.rev !== 'number')
-      return {
-        ok: false,
-        path: `/flows/${id}`,
-        message: 'expected { flow (with this id), rev, createdAt, updatedAt }',
-      };
-  }
-  for (const [id, rec] of Object.entries(v.runs as Record<string, unknown>)) {
-    if (
-      !isObj(rec) ||
-      rec.id !== id ||
-      typeof rec.flowId !== 'string' ||
-      !RUN_STATUSES.has(rec.status as string) ||
-      typeof rec.lastSeq !== 'number' ||
-      !isObj(rec.counters)
-    )
-      return {
-        ok: false,
-        path: `/runs/${id}`,
-        message: 'expected { id, flowId, status, lastSeq, counters, … }',
-      };
-  }
-  // Parsed JSON has Object.prototype: the tables become null-prototype, as `emptyCatalog` makes them.
-  const data = v as unknown as CatalogData;
-  return {
-    ok: true,
-    value: { ...data, flows: dict(data.flows), runs: dict(data.runs), settings: dict(data.settings) },
-  };
-};
+export const RUN_STATUSES: ReadonlySet<string> = new Set<RunStatus>(RUN_STATUS_LIST as RunStatus[]);
 
 export class Catalog {
   private readonly db: Low<CatalogData>;
+  private readonly files: CatalogFiles;
   private writing: Promise<void> | undefined;
   private again: Promise<void> | undefined;
+  /** Told of every failed write (the store's health). */
+  onError?: (e: unknown, file: string) => void;
+  /** Told of every write that succeeded. */
+  onWritten?: () => void;
 
   private constructor(readonly file: string) {
-    this.db = new Low(new DurableJSONFile(file, checkCatalog), emptyCatalog());
+    this.files = new CatalogFiles(file);
+    this.db = new Low(this.files, emptyCatalog());
   }
 
-  /** Opens the catalog; throws a StoreError when the file exists but is damaged. */
+  /** Opens the catalog (migrating an older layout); throws a StoreError when a file is damaged. */
   static async open(file: string): Promise<Catalog> {
     await removeStaleTemps(file);
     const c = new Catalog(file);
@@ -155,15 +119,29 @@ export class Catalog {
     return this.db.data;
   }
 
+  /** Bytes the last write handed to files (index and changed flows). */
+  get lastWriteBytes(): number {
+    return this.files.lastWriteBytes;
+  }
+
   /**
    * Writes the current data. Resolves when a write that started after this call is durable.
    * Concurrent callers share one pending write.
    */
   save(): Promise<void> {
     if (!this.writing) {
-      this.writing = this.db.write().finally(() => {
-        this.writing = undefined;
-      });
+      this.writing = this.db
+        .write()
+        .then(
+          () => this.onWritten?.(),
+          (e: unknown) => {
+            this.onError?.(e, this.file);
+            throw e;
+          },
+        )
+        .finally(() => {
+          this.writing = undefined;
+        });
       return this.writing;
     }
     if (!this.again) {

@@ -16,6 +16,7 @@ import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { RunCheckpoint } from '../engine/types.js';
 import { writeFileAtomicSync } from './atomic.js';
 import { StoreError } from './errors.js';
+import { fault } from './faults.js';
 import { DataSync, type SyncData, writeAll } from './fd-io.js';
 import type { ShapeCheck } from './json-file.js';
 
@@ -92,7 +93,8 @@ export class CheckpointLog {
     private readonly compactAt = 4 * 1024 * 1024,
     syncData?: SyncData,
   ) {
-    this.syncs = new DataSync(syncData);
+    this.syncs = new DataSync(file, syncData);
+    fault('open', file);
     this.fd = openSync(file, 'a', 0o600);
     this.size = fstatSync(this.fd).size;
   }
@@ -118,7 +120,7 @@ export class CheckpointLog {
       this.reopen();
       return 'compacted';
     }
-    writeAll(this.fd, line);
+    writeAll(this.fd, line, this.file);
     this.size += line.length;
     this.syncs.wrote();
     return 'appended';

@@ -16,6 +16,7 @@
 import { closeSync, fdatasyncSync, ftruncateSync, openSync, readFileSync } from 'node:fs';
 import type { RunEvent } from '@switchboard/schemas';
 import { StoreError } from './errors.js';
+import { fault } from './faults.js';
 import { DataSync, type SyncData, writeAll } from './fd-io.js';
 
 export interface ScanResult {
@@ -143,7 +144,7 @@ export class EventLog {
     events: RunEvent[],
     syncData?: SyncData,
   ) {
-    this.syncs = new DataSync(syncData);
+    this.syncs = new DataSync(file, syncData);
     this.fd = fd;
     this.events = events;
     this.writtenCount = this.durableCount = events.length;
@@ -160,6 +161,7 @@ export class EventLog {
     options: { fsync?: boolean; syncData?: SyncData } = {},
   ): { log: EventLog; torn?: ScanResult['torn'] } {
     const scan = scanEventLog(file, runId);
+    fault('open', file);
     const fd = openSync(file, 'a', 0o600);
     if (scan.torn) ftruncateSync(fd, scan.goodBytes);
     if (scan.torn || (options.fsync && scan.goodBytes > 0)) fdatasyncSync(fd);
@@ -208,7 +210,7 @@ export class EventLog {
     if (n === from || this.closed) return false;
     const batch = from === 0 ? this.events : this.events.slice(from, n);
     const bytes = Buffer.from(`${JSON.stringify(batch)}\n`);
-    writeAll(this.fd, bytes);
+    writeAll(this.fd, bytes, this.file);
     const line = { bytes, count: n - from };
     this.chunks.push({ end: n, ...line });
     this.lastWrite = { from, line };

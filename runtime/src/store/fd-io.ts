@@ -5,15 +5,35 @@ export type SyncData = (fd: number) => Promise<void>;
 
 import { fdatasync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { faultAsync, writeFault } from './faults.js';
 
 export const fdatasyncAsync = promisify(fdatasync);
 
 const RESOLVED = Promise.resolve();
 
-/** Writes all of `buf` (a short write, as on a full disk, continues where it stopped). */
-export function writeAll(fd: number, buf: Buffer): void {
+/**
+ * Writes all of `buf` to `file`'s descriptor (a short write continues where it stopped; a full
+ * disk then fails with ENOSPC, leaving a torn record that the next open cuts).
+ */
+export function writeAll(fd: number, buf: Buffer, file: string): void {
+  const f = writeFault(file, buf.length);
+  if (f) {
+    writeSync(fd, buf, 0, f.bytes);
+    throw f.error;
+  }
   let off = 0;
-  while (off < buf.length) off += writeSync(fd, buf, off);
+  try {
+    while (off < buf.length) off += writeSync(fd, buf, off);
+  } catch (e) {
+    throw withPath(e, file);
+  }
+}
+
+/** Errors of descriptor operations carry no path: the file they were for is added. */
+export function withPath(e: unknown, file: string): unknown {
+  if (e instanceof Error && (e as NodeJS.ErrnoException).path === undefined)
+    (e as NodeJS.ErrnoException).path = file;
+  return e;
 }
 
 /**
@@ -26,7 +46,10 @@ export class DataSync {
   private last: Promise<void> | undefined;
 
   /** `syncData` replaces fdatasync (tests that hold a sync; storage with a sync of its own). */
-  constructor(private readonly syncData: SyncData = fdatasyncAsync) {}
+  constructor(
+    private readonly file: string,
+    private readonly syncData: SyncData = fdatasyncAsync,
+  ) {}
 
   /** Notes a write that the next sync must cover. */
   wrote(): void {
@@ -56,9 +79,13 @@ export class DataSync {
   sync(fd: number): Promise<void> {
     if (!this.dirty) return this.last ?? RESOLVED;
     this.dirty = false;
-    const p: Promise<void> = this.syncData(fd).finally(() => {
-      if (this.last === p) this.last = undefined;
-    });
+    const p: Promise<void> = (faultAsync('sync', this.file) ?? this.syncData(fd))
+      .catch((e: unknown) => {
+        throw withPath(e, this.file);
+      })
+      .finally(() => {
+        if (this.last === p) this.last = undefined;
+      });
     this.last = p;
     return p;
   }

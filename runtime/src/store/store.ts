@@ -9,21 +9,24 @@
  *   DIR/runs/<id>/checkpoints.jsonl  (append-only; the last line the log covers is current)
  *   DIR/runs/<id>/tools.jsonl
  */
-import { closeSync, fdatasyncSync, mkdirSync, openSync } from 'node:fs';
-import { mkdir, open } from 'node:fs/promises';
+import { closeSync, fdatasyncSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
+import { mkdir, open, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
 import { isReservedName } from '@switchboard/schemas/core';
 import type { RunCheckpoint } from '../engine/types.js';
 import { fsyncDir } from './atomic.js';
 import { Catalog } from './catalog.js';
+import { mkdirIn } from './catalog-files.js';
 import { CheckpointLog, readCheckpointLog } from './checkpoint-log.js';
 import { StoreError } from './errors.js';
 import { EventLog, scanEventLog } from './event-log.js';
+import { faultAsync } from './faults.js';
 import type { SyncData } from './fd-io.js';
 import { GroupCommit } from './group-commit.js';
 import { acquireLock, type DirLock } from './lock.js';
 import { checkCheckpoint, checkSpec, type RunSpec, readJsonStrict, writeJsonDurable } from './run-files.js';
+import { StorageHealth, type StorageHealthOptions } from './storage-health.js';
 import { ToolJournal } from './tool-journal.js';
 
 function fdatasyncIfAny(file: string): void {
@@ -62,7 +65,11 @@ export class Store {
     /** fsync logs and checkpoints (in the background, see group-commit.ts) before events count (default). */
     readonly fsync: boolean,
     private readonly syncData?: SyncData,
-  ) {}
+    /** Whether writes succeed, the last storage error, free space. */
+    readonly health: StorageHealth = new StorageHealth(dir),
+  ) {
+    catalog.onError = (e, file) => health.report(e, file);
+  }
 
   /**
    * Locks and opens `dir` (created when missing). Throws StoreLockedError or StoreError.
@@ -73,14 +80,21 @@ export class Store {
    */
   static async open(
     dir: string,
-    options: { durability?: 'fsync' | 'os'; syncData?: SyncData } = {},
+    options: { durability?: 'fsync' | 'os'; syncData?: SyncData; health?: StorageHealthOptions } = {},
   ): Promise<Store> {
     const abs = resolve(dir);
     mkdirSync(join(abs, 'runs'), { recursive: true, mode: 0o700 });
     const lock = acquireLock(abs);
     try {
       const catalog = await Catalog.open(join(abs, 'catalog.json'));
-      return new Store(abs, catalog, lock, options.durability !== 'os', options.syncData);
+      return new Store(
+        abs,
+        catalog,
+        lock,
+        options.durability !== 'os',
+        options.syncData,
+        new StorageHealth(abs, options.health),
+      );
     } catch (e) {
       lock.release();
       throw e;
@@ -105,11 +119,56 @@ export class Store {
    */
   async writeSpec(spec: RunSpec): Promise<void> {
     const dir = this.runDir(spec.runId);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    for (const name of ['events.jsonl', 'checkpoints.jsonl', 'tools.jsonl'])
+    await faultAsync('mkdir', dir);
+    // Inside the existing runs/ only: a data directory that vanished is not made again.
+    await mkdir(dir, { mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e;
+    });
+    for (const name of ['events.jsonl', 'checkpoints.jsonl', 'tools.jsonl']) {
+      await faultAsync('open', join(dir, name));
       await (await open(join(dir, name), 'a', 0o600)).close();
+    }
     await writeJsonDurable(join(dir, 'run.json'), spec);
     await fsyncDir(join(this.dir, 'runs'));
+  }
+
+  /**
+   * Removes what a run that could not be started left (its folder, whatever part of it was
+   * made); best effort: what stays is swept at the next open.
+   */
+  async removeRun(runId: string): Promise<void> {
+    const commit = this.open.get(runId);
+    if (commit) {
+      this.open.delete(runId);
+      await commit.close().catch(() => {});
+    }
+    this.closedCache.delete(runId);
+    await rm(this.runDir(runId), { recursive: true, force: true }).catch(() => {});
+  }
+
+  /**
+   * Run folders the catalog does not know and whose log is empty: a start that failed (or a
+   * process that died) between making the folder and recording the run. Removed at open.
+   */
+  async sweepUnrecorded(): Promise<string[]> {
+    const removed: string[] = [];
+    let names: string[];
+    try {
+      names = readdirSync(join(this.dir, 'runs'));
+    } catch {
+      return removed;
+    }
+    for (const id of names) {
+      if (!RUN_ID_RE.test(id) || Object.hasOwn(this.catalog.data.runs, id)) continue;
+      let size = 0;
+      try {
+        size = statSync(join(this.dir, 'runs', id, 'events.jsonl')).size;
+      } catch {}
+      if (size > 0) continue;
+      await this.removeRun(id);
+      removed.push(id);
+    }
+    return removed;
   }
 
   readSpec(runId: string): Promise<RunSpec | undefined> {
@@ -121,7 +180,7 @@ export class Store {
     const open = this.open.get(runId);
     if (open) return { log: open.log, commit: open };
     this.closedCache.delete(runId);
-    mkdirSync(this.runDir(runId), { recursive: true, mode: 0o700 });
+    mkdirIn(this.runDir(runId));
     const r = EventLog.open(join(this.runDir(runId), 'events.jsonl'), runId, {
       fsync: this.fsync,
       syncData: this.syncData,
@@ -148,18 +207,26 @@ export class Store {
   /** Logs being closed: still read from memory until their last sync is done. */
   private readonly closingLogs = new Map<string, GroupCommit>();
 
+  /** The close of each run whose files are closing (a second close waits for it). */
+  private readonly closingDone = new Map<string, Promise<void>>();
+
   /** Writes what is pending, waits until it is durable and closes the run's files. */
   async closeLog(runId: string): Promise<void> {
     const commit = this.open.get(runId);
-    if (!commit) return;
+    if (!commit) {
+      await this.closingDone.get(runId)?.catch(() => {});
+      return;
+    }
     this.open.delete(runId);
     this.closingLogs.set(runId, commit);
     const p = commit.close();
     this.closing.add(p);
+    this.closingDone.set(runId, p);
     try {
       await p;
     } finally {
       this.closing.delete(p);
+      if (this.closingDone.get(runId) === p) this.closingDone.delete(runId);
       if (this.closingLogs.get(runId) === commit) this.closingLogs.delete(runId);
     }
   }
@@ -231,6 +298,7 @@ export class Store {
     for (const id of [...this.open.keys()]) await this.closeLog(id);
     await Promise.allSettled([...this.closing]);
     await this.catalog.flush();
+    this.health.close();
     this.lock.release();
   }
 }

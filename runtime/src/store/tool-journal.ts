@@ -5,9 +5,20 @@
  * a call with a recorded result gets that result again without executing; a call with only
  * an intent may or may not have run (`maybe-executed`) and is not repeated.
  */
-import { closeSync, fdatasync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  writeSync,
+} from 'node:fs';
 import { promisify } from 'node:util';
 import { StoreError } from './errors.js';
+import { fault, faultAsync } from './faults.js';
+import { writeAll } from './fd-io.js';
 
 const fdatasyncAsync = promisify(fdatasync);
 
@@ -39,6 +50,7 @@ export class ToolJournal {
   private fd: number;
   private next: number;
   private closed = false;
+  private failure: Error | undefined;
   readonly calls: JournalCall[];
 
   private constructor(
@@ -83,6 +95,7 @@ export class ToolJournal {
         if (c) c.done = e;
       }
     });
+    fault('open', file);
     const fd = openSync(file, 'a', 0o600);
     // Cut a torn tail so the next line starts clean.
     if (good < Buffer.byteLength(text)) ftruncateSync(fd, good);
@@ -93,18 +106,38 @@ export class ToolJournal {
   /** Records the intent durably; resolves before the tool may be called. */
   async intent(tool: string, args: string, cp: number): Promise<JournalIntent> {
     const e: JournalIntent = { k: 'intent', n: this.next++, tool, args, cp };
+    await this.append(e, true);
     this.calls.push({ intent: e });
-    writeSync(this.fd, `${JSON.stringify(e)}\n`);
-    await fdatasyncAsync(this.fd);
     return e;
   }
 
   async done(n: number, result: JournalDone['result']): Promise<void> {
     const e: JournalDone = { k: 'done', n, result };
+    await this.append(e);
     const c = this.calls.find((x) => x.intent.n === n);
     if (c) c.done = e;
-    writeSync(this.fd, `${JSON.stringify(e)}\n`);
-    await fdatasyncAsync(this.fd);
+  }
+
+  /**
+   * One durable line. A failed write stops the journal: no later line may follow a torn one.
+   * An intent that failed is cut off again when the disk lets us: the call was not made, and a
+   * resume must not take it for one that may have been (`maybe-executed`).
+   */
+  private async append(e: JournalEntry, intent = false): Promise<void> {
+    if (this.failure) throw this.failure;
+    const before = fstatSync(this.fd).size;
+    try {
+      writeAll(this.fd, Buffer.from(`${JSON.stringify(e)}\n`), this.file);
+      await (faultAsync('sync', this.file) ?? fdatasyncAsync(this.fd));
+    } catch (err) {
+      this.failure = err as Error;
+      if (intent)
+        try {
+          ftruncateSync(this.fd, before);
+          fdatasyncSync(this.fd);
+        } catch {}
+      throw err;
+    }
   }
 
   /** Idempotent: a second close must not close whatever descriptor reused the number. */

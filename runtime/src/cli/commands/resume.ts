@@ -59,7 +59,16 @@ export function registerResume(program: Command, ctx: CliContext): void {
             error: (o, m) => ctx.err(`switchboard resume: ${m ?? ''} ${JSON.stringify(o)}\n`),
           },
         });
-        const outcome = await runs.resumeStored(runId, { allowInterrupted: true });
+        let outcome: Awaited<ReturnType<typeof runs.resumeStored>>;
+        try {
+          outcome = await runs.resumeStored(runId, { allowInterrupted: true });
+        } catch (e) {
+          // The disk still refuses: named, and the run stays paused by it.
+          if ((e as Error).name !== 'StorageError') throw e;
+          ctx.err(`switchboard resume: ${(e as { code: string }).code}: ${(e as Error).message}\n`);
+          ctx.setExit(EXIT.failed);
+          return;
+        }
         const final = await runs.settled(runId);
         if (opts.json) ctx.out(`${JSON.stringify(final, null, 2)}\n`);
         else if (outcome === 'final' && final)

@@ -21,9 +21,59 @@ export interface ServeOptions extends OperatorFlags {
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
+/** The storage name of a file-system failure (storage_full, storage_unavailable, storage_io). */
+function storageName(err: Error & { code?: string; path?: string }): { code: string; message: string } {
+  if (err.name === 'StorageError') return { code: err.code!, message: err.message };
+  const code =
+    err.code === 'ENOSPC' || err.code === 'EDQUOT'
+      ? 'storage_full'
+      : ['ENOENT', 'EROFS', 'EACCES', 'EPERM', 'ENOTDIR'].includes(err.code!)
+        ? 'storage_unavailable'
+        : 'storage_io';
+  return { code, message: `${err.code}${err.path ? ` at ${err.path}` : ''}: ${err.message}` };
+}
+
+/** How long shutdown may take before unsaved writes are abandoned (SWITCHBOARD_SHUTDOWN_MS). */
+export function shutdownBoundMs(env: NodeJS.ProcessEnv = process.env): number {
+  const v = env.SWITCHBOARD_SHUTDOWN_MS;
+  const n = v === undefined || v === '' ? 4000 : Number(v);
+  return Number.isFinite(n) && n > 0 ? n : 4000;
+}
+
+/**
+ * Closes the server within `ms`: resolves to undefined when everything was saved, or to a
+ * sentence naming what was not (a storage error, or writes still hanging at the bound).
+ */
+export async function boundedClose(close: () => Promise<void>, ms: number): Promise<string | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const bound = new Promise<'timeout'>((res) => {
+    timer = setTimeout(() => res('timeout'), ms);
+  });
+  try {
+    const r = await Promise.race([close().then(() => 'ok' as const), bound]);
+    if (r === 'timeout')
+      return `storage_io: writes did not finish within ${ms} ms of the shutdown; abandoned (runs resume from their last checkpoint at the next start)`;
+    return undefined;
+  } catch (e) {
+    const err = e as Error & { code?: string; unsaved?: number };
+    const s =
+      err.name === 'StorageError' || err.code ? storageName(err) : { code: 'shutdown', message: err.message };
+    return `${s.code}: could not save everything at shutdown: ${s.message}`;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Explains a failure to start in one sentence the operator can act on. */
 export function startFailure(e: unknown): { message: string; code: number } {
-  const err = e as Error & { code?: string; file?: string };
+  const err = e as Error & { code?: string; file?: string; syscall?: string };
+  if (
+    err?.name === 'StorageError' ||
+    (typeof err?.code === 'string' && /^E[A-Z]+$/.test(err.code) && err.syscall && err.code !== 'EADDRINUSE')
+  ) {
+    const s = storageName(err);
+    return { message: `${s.code}: ${s.message}`, code: EXIT.failed };
+  }
   if (err?.name === 'StoreError' && err.code === 'locked')
     return {
       message: `${err.message}; stop that process or use another --data directory`,
@@ -130,9 +180,21 @@ export function registerServe(program: Command, ctx: CliContext): void {
       process.on('SIGTERM', stop);
     });
     ctx.out('switchboard: shutting down; live runs continue at the next start\n');
-    await server.close();
-    // MCP servers the runs started (pooled process-wide) stop with us.
-    await (await import('../../mcp/pool.js')).shutdownMcpPool();
+    // Bounded: a disk that hangs or a data directory that vanished must not keep the process
+    // alive (an orchestrator would have to SIGKILL it); what could not be saved is named.
+    const ms = shutdownBoundMs();
+    const problem = await boundedClose(async () => {
+      await server.close();
+      // MCP servers the runs started (pooled process-wide) stop with us.
+      await (await import('../../mcp/pool.js')).shutdownMcpPool();
+    }, ms);
+    if (problem) {
+      ctx.err(`switchboard serve: ${problem}\n`);
+      ctx.setExit(EXIT.failed);
+      // A write stuck in the kernel keeps the event loop alive: leave anyway.
+      setTimeout(() => process.exit(EXIT.failed), 200).unref();
+      return;
+    }
     ctx.setExit(EXIT.ok);
   });
 }
