@@ -12,5 +12,6 @@ export * from './flow.js';
 export * from './json-schema.js';
 export * from './kinds.js';
 export * from './migrate.js';
+export * from './model-request.js';
 export * from './parse.js';
 export * from './serialize.js';

@@ -58,6 +58,7 @@ import { Cancelled, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
 import { compileFlow, type GEdge, type GNode, type Graph, joinNode } from './graph.js';
 import { DEFAULT_MAX_STEPS, MAX_DELEGATION_DEPTH } from './limits.js';
+import { flowSecrets, RequestRecorder } from './request-log.js';
 import {
   type CheckpointData,
   type Cursor,
@@ -157,6 +158,8 @@ export class Run {
     NO_ENTRIES;
   private acpFlow: FlowBehavior | undefined;
   private nestedCount = 0;
+  /** Writes the `model.request` events; made on the run's first model call. */
+  private recorder: RequestRecorder | undefined;
   /**
    * Whether an inbox item or a handover floor was ever set in this run (a resumed run may carry
    * some): until then a step does not look its node up in those tables.
@@ -734,6 +737,7 @@ export class Run {
     const cx = nc.cx;
     const provider = this.provider(name, nc.node.id);
     const nodeId = nc.node.id;
+    this.recordRequest(nc, name, call);
     const req: ModelRequest = { nodeId, messages: call.messages, signal: this.signal };
     if (call.tools) req.tools = call.tools;
     if (call.jsonSchema) req.jsonSchema = call.jsonSchema;
@@ -743,6 +747,20 @@ export class Run {
     const done = provider.complete(req);
     if (then === undefined) return done.then((res) => this.modelReplied(nc, res) as T, this.rethrowStop);
     return done.then((res) => then(this.modelReplied(nc, res)), this.rethrowStop);
+  }
+
+  /** The `model.request` event of a call about to be made: what is sent, secrets redacted. */
+  private recordRequest(nc: NodeCtx, name: string, call: ModelCall): void {
+    if (this.ended) return;
+    if (this.recorder === undefined) {
+      const env = this.options.env ?? (typeof process !== 'undefined' ? process.env : {});
+      this.recorder = new RequestRecorder(this.flow.models, flowSecrets(this.flow, env));
+    }
+    const nodeId = nc.node.id;
+    const ctx = { nodeId, turn: nc.turn, attempt: nc.attempt, call: ++nc.calls, model: name };
+    const e = this.recorder.build(ctx, call);
+    this.emit(nc.cx, e);
+    if (typeof e.seq === 'number') this.recorder.sent(nodeId, e.seq, call.messages);
   }
 
   private modelReplied(nc: NodeCtx, res: ModelReply): ModelReply {
@@ -1089,6 +1107,7 @@ export class Run {
         const beh = this.flowBehavior(node);
         const turn = this.beginNode(cx, node);
         const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
+        nc.turn = turn;
         let o: Outcome | undefined;
         let failed: Failed | undefined;
         for (let attempt = 1; ; attempt++) {
@@ -1325,6 +1344,7 @@ export class Run {
     const beh = this.flowBehavior(node);
     const turn = this.beginNode(cx, node);
     const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
+    nc.turn = turn;
     let outcome: Outcome | undefined;
     // Guard rejections per observer, for this node's attempts; only agents with observers need it.
     let rejections: Map<string, number> | undefined;
@@ -1851,6 +1871,7 @@ export class Run {
     const llm = speaker?.strategy === 'llm';
     const turn = llm ? ++cx.data.counters.turns : 0;
     if (llm) this.emit(cx, { type: 'turn.started', nodeId: team.id, turn });
+    tc.turn = turn;
     const next = await (team.behavior as TeamBehavior).nextSpeaker(tc);
     if (llm) this.turnCompleted(cx, tc, turn);
     if ('done' in next) {
@@ -1946,6 +1967,10 @@ class BoundModel implements ModelPort {
 export class NodeCtx implements NodeContext {
   promptTokens = 0;
   completionTokens = 0;
+  /** The run's turn this execution belongs to (0: none), the attempt at it, model calls in the attempt. */
+  turn = 0;
+  attempt = 1;
+  calls = 0;
   modelName: string | undefined;
   extraInbox: InboxItem[] = [];
   inboxTaken: readonly InboxItem[];
@@ -2001,7 +2026,10 @@ export class NodeCtx implements NodeContext {
     };
   }
   /** Before a retried attempt: usage of the failed attempt still counts, extra inbox items stay. */
-  resetTurn(): void {}
+  resetTurn(): void {
+    this.attempt++;
+    this.calls = 0;
+  }
 
   // RunView
   get runId(): string {
@@ -2096,6 +2124,7 @@ class ObserverCtx extends NodeCtx implements ObserverContext {
   ) {
     super(engine, cx, observer, [], { at: null, scopes: [rootScope(0)] });
     this.subject = subject.node.id;
+    this.turn = subject.turn;
     if (o?.message) this.pending = o.message;
     else if (phase === 'before') {
       const read = turnInput(subject);
