@@ -13,5 +13,6 @@ export * from './json-schema.js';
 export * from './kinds.js';
 export * from './migrate.js';
 export * from './model-request.js';
+export * from './node-summary.js';
 export * from './parse.js';
 export * from './serialize.js';
