@@ -55,7 +55,7 @@ describe('GET /api/runs/:id/nodes', () => {
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body.status).toBe('completed');
-    const nodes = body.nodes as Array<{ nodeId: string }>;
+    const nodes = body.nodes as Array<{ nodeId: string; cost?: number }>;
     const byId = { get: (id: string) => nodes.find((n) => n.nodeId === id) };
     expect(nodes.map((n) => n.nodeId)).toEqual(['start', 'writer', 'checker', 'end']);
     expect(byId.get('writer')).toMatchObject({
@@ -67,7 +67,7 @@ describe('GET /api/runs/:id/nodes', () => {
       failures: 1,
     });
     // 1000 × 2 / 1M + 500 × 8 / 1M
-    expect((byId.get('writer') as { cost: number }).cost).toBeCloseTo(0.006, 10);
+    expect(byId.get('writer')!.cost).toBeCloseTo(0.006, 10);
     expect(byId.get('checker')).toMatchObject({
       status: 'completed',
       turns: 1,
