@@ -50,7 +50,20 @@ export class NodeSummaries {
   /** Timestamp of the last event seen: the clock of a finished run. */
   lastTs = 0;
 
-  constructor(private readonly models: Readonly<Record<string, PricedModel>> = {}) {}
+  constructor(private models: Readonly<Record<string, PricedModel>> = {}) {}
+
+  /** The flow's models, for prices of calls counted from now on. */
+  setModels(models: Readonly<Record<string, PricedModel>>): void {
+    this.models = models;
+  }
+
+  /** An independent copy (a view that goes back to an earlier point of the run starts from one). */
+  clone(): NodeSummaries {
+    const c = new NodeSummaries(this.models);
+    c.lastTs = this.lastTs;
+    for (const [k, a] of this.nodes) c.nodes.set(k, { ...a });
+    return c;
+  }
 
   private acc(id: string, seq: number): Acc {
     let a = this.nodes.get(id);

@@ -29,6 +29,8 @@ export interface RunSnapshot {
   busy: boolean;
   /** The last thing that went wrong (a refused start, a command to a finished run). */
   problem?: string;
+  /** How many events of the followed run are held (`events()`): changes when the log does. */
+  logSize: number;
 }
 
 /** Scripted replies at interpreter speed finish a run in milliseconds; a pace makes it watchable. */
@@ -61,7 +63,9 @@ interface DurableState {
 
 export class RunSession {
   readonly socket: RunEventsSocket;
-  private snapshot: RunSnapshot = { view: EMPTY_VIEW, connection: 'closed', busy: false };
+  private snapshot: RunSnapshot = { view: EMPTY_VIEW, connection: 'closed', busy: false, logSize: 0 };
+  /** The followed run's events but streamed pieces (those live on the node faces), for traces. */
+  private log: RunEvent[] = [];
   private readonly listeners = new Set<() => void>();
   private followed: string | undefined;
   /** `ts` of the followed run's `run.started`, to prefer the newest run of a flow. */
@@ -97,6 +101,11 @@ export class RunSession {
 
   get runId(): string | undefined {
     return this.followed;
+  }
+
+  /** The followed run's events (without `model.delta`), in seq order. Do not mutate. */
+  events(): readonly RunEvent[] {
+    return this.log;
   }
 
   private update(patch: Partial<RunSnapshot>): void {
@@ -139,6 +148,7 @@ export class RunSession {
     this.followed = undefined;
     this.followedSince = 0;
     this.tail = [];
+    this.log = [];
     this.o.store.runState.reset();
   }
 
@@ -150,7 +160,8 @@ export class RunSession {
     const view: RunView = { ...EMPTY_VIEW, runId };
     this.durable = { view, run: new RunState() };
     this.tail = [];
-    this.update({ view, problem: undefined });
+    this.o.store.runState.setModels(this.o.store.toFlow().models ?? {});
+    this.update({ view, problem: undefined, logSize: 0 });
     this.socket.watchRun(runId);
   }
 
@@ -168,8 +179,11 @@ export class RunSession {
     const rs = this.o.store.runState;
     for (const e of events) rs.applyRunEvent(e, e.runId === runId);
     const view = fold(this.snapshot.view, runId, events, { maxEntries: this.o.maxEntries });
-    for (const e of events) this.tail.push(e);
-    this.update({ view });
+    for (const e of events) {
+      this.tail.push(e);
+      if (e.type !== 'model.delta') this.log.push(e);
+    }
+    this.update({ view, logSize: this.log.length });
     this.settle(runId);
   }
 
@@ -198,12 +212,16 @@ export class RunSession {
   private onRewind(runId: string, toSeq: number): void {
     if (runId !== this.followed) return;
     this.tail = this.tail.filter((e) => e.seq <= toSeq);
+    this.log = this.log.filter((e) => e.seq <= toSeq);
     // Built aside, then copied: only the nodes and edges that end up different re-render.
     const run = new RunState();
     run.restoreRun(this.durable.run);
     for (const e of this.tail) run.applyRunEvent(e, e.runId === runId);
     this.o.store.runState.restoreRun(run);
-    this.update({ view: fold(this.durable.view, runId, this.tail, { maxEntries: this.o.maxEntries }) });
+    this.update({
+      view: fold(this.durable.view, runId, this.tail, { maxEntries: this.o.maxEntries }),
+      logSize: this.log.length,
+    });
   }
 
   /** Starts the flow on the canvas with `input`; scripted replies take `paceMs` each. */

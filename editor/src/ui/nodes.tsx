@@ -10,6 +10,7 @@ import { type CSSProperties, memo } from 'react';
 import type { SbNode } from '../store/editorStore.js';
 import { countRender } from './bench.js';
 import { useEditor, useKeyed } from './context.js';
+import { NodeCounters } from './NodeCounters.js';
 
 const SIDE: Record<PortSpec['side'], Position> = {
   top: Position.Top,
@@ -127,7 +128,18 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
         <span className="sb-node-title">{titleOf(id, data)}</span>
         <span className="sb-node-kind">{def?.display.label ?? `unknown kind "${data.kind}"`}</span>
       </div>
+      {run.status === 'paused' && (
+        <span
+          className="sb-node-paused"
+          data-testid={`node-paused-${id}`}
+          role="img"
+          aria-label="The run is paused before this node"
+        >
+          ⏸ paused here
+        </span>
+      )}
       {summary && <div className="sb-node-summary">{summary}</div>}
+      <NodeCounters id={id} />
       {link && <div className="sb-node-links">{link}</div>}
       {severity && (
         <div

@@ -560,7 +560,8 @@ export class Run {
     return undefined;
   }
 
-  private async pauseNow(cx: Ctx, reason: string): Promise<void> {
+  /** `nodeId`: the node the run stops before (a breakpoint), named in run.paused. */
+  private async pauseNow(cx: Ctx, reason: string, nodeId?: string): Promise<void> {
     if (!this.pauseGate) {
       let resolve!: () => void;
       const promise = new Promise<void>((r) => {
@@ -569,7 +570,7 @@ export class Run {
       this.pauseGate = { promise, resolve };
       this.pauseRequested = false;
       this.status = 'paused';
-      this.emit(cx, { type: 'run.paused', reason });
+      this.emit(cx, nodeId === undefined ? { type: 'run.paused', reason } : { type: 'run.paused', nodeId, reason });
       await this.checkpoint(cx);
       await promise;
       if (this.stop) throw this.stop;
@@ -1340,7 +1341,7 @@ export class Run {
   /** Runs one node: events, observers, retries, commit. Returns its outcome or its failure. */
   private async execute(cx: Ctx, cur: Cursor, node: GNode): Promise<Outcome | Failed> {
     if (this.breakpoints.size > 0 && this.breakpoints.has(node.id))
-      await this.pauseNow(cx, `breakpoint at ${node.id}`);
+      await this.pauseNow(cx, `breakpoint at ${node.id}`, node.id);
     const beh = this.flowBehavior(node);
     const turn = this.beginNode(cx, node);
     const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
