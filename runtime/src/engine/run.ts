@@ -570,7 +570,10 @@ export class Run {
       this.pauseGate = { promise, resolve };
       this.pauseRequested = false;
       this.status = 'paused';
-      this.emit(cx, nodeId === undefined ? { type: 'run.paused', reason } : { type: 'run.paused', nodeId, reason });
+      this.emit(
+        cx,
+        nodeId === undefined ? { type: 'run.paused', reason } : { type: 'run.paused', nodeId, reason },
+      );
       await this.checkpoint(cx);
       await promise;
       if (this.stop) throw this.stop;
