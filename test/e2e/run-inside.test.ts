@@ -1,0 +1,165 @@
+/**
+ * Seeing inside a run, in Chromium against the real server: support-triage on its scripted
+ * models streams text onto the node that is answering; after the run, the counters on every node
+ * face equal `GET /api/runs/:id/nodes`; selecting the refund writer opens its trace, with the
+ * system prompt it was sent; a breakpoint stop puts the glow and the pause badge on its node.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Flow, NodeSummary } from '@switchboard/schemas';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { artifact, browserTests, ROOT, WAIT } from './harness.js';
+
+const TRIAGE = JSON.parse(readFileSync(join(ROOT, 'flows', 'support-triage.json'), 'utf8')) as Flow;
+const writer = TRIAGE.nodes.find((n) => n.id === 'refund-writer')!;
+const WRITER_PROMPT = (writer.config as { prompt: Array<{ text: string }> }).prompt[0]!.text;
+
+const srv = browserTests('run-inside');
+const { serve, person } = srv;
+
+async function phase(page: Page, want: string): Promise<void> {
+  await page.locator(`[data-testid="run-panel"][data-phase="${want}"]`).waitFor(WAIT);
+}
+
+async function inRoom(page: Page, room: string): Promise<void> {
+  await page
+    .locator(`[data-testid="presence"][data-room="${room}"][data-status="live"][data-peers="1"]`)
+    .waitFor(WAIT);
+}
+
+/** Records, in the page, every text a node's stream line shows, as it changes. */
+async function recordStreams(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const w = window as unknown as { __streams: Array<[string, string]> };
+    w.__streams = [];
+    const note = (el: Element | null) => {
+      const id = el?.getAttribute('data-testid') ?? '';
+      if (id.startsWith('node-stream-')) w.__streams.push([id.slice(12), el!.textContent ?? '']);
+    };
+    new MutationObserver((records) => {
+      for (const r of records) {
+        if (r.type === 'characterData') note(r.target.parentElement);
+        for (const n of r.addedNodes) {
+          if (n.nodeType === 1) note(n as Element);
+          else note(n.parentElement);
+        }
+      }
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+async function streams(page: Page, nodeId: string): Promise<string[]> {
+  const all = await page.evaluate(
+    () => (window as unknown as { __streams: Array<[string, string]> }).__streams,
+  );
+  return all.filter(([id]) => id === nodeId).map(([, t]) => t);
+}
+
+async function nodesOf(runId: string): Promise<NodeSummary[]> {
+  const res = await fetch(`${srv.url}/api/runs/${runId}/nodes`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { nodes: NodeSummary[] }).nodes;
+}
+
+describe('inside a run, on the canvas', { timeout: 180_000 }, () => {
+  it('streams onto the node, then node counters equal GET /api/runs/:id/nodes and the refund writer’s trace shows its system prompt', async () => {
+    await serve();
+    const { page, errors } = await person('/?flow=support-triage');
+    await inRoom(page, 'support-triage');
+    await page.getByTestId('run-pace').selectOption('300');
+    await recordStreams(page);
+    await page.getByTestId('btn-run').click();
+    await phase(page, 'waiting');
+    await page.getByTestId('answer-option-yes').click();
+    await phase(page, 'completed');
+    const runId = (await page.getByTestId('run-panel').getAttribute('data-run-id'))!;
+    // The reply being generated appeared on the face of the node generating it, piece by piece.
+    const seen = await streams(page, 'refund-writer');
+    const reply = 'Dear customer, you were charged twice for invoice INV-1042.';
+    expect(seen.length, JSON.stringify(seen)).toBeGreaterThan(1);
+    for (const text of seen)
+      expect(reply.startsWith(text.slice(0, reply.length)) || text.startsWith(reply)).toBe(true);
+    expect(seen[0]!.length).toBeLessThan(seen.at(-1)!.length);
+    // Streaming is over: no node shows a half reply.
+    await expect.poll(() => page.locator('[data-testid^="node-stream-"]').count(), WAIT).toBe(0);
+
+    const nodes = await nodesOf(runId);
+    expect(nodes.map((n) => n.nodeId)).toEqual(
+      expect.arrayContaining([
+        'start',
+        'triage',
+        'billing-agent',
+        'refund-writer',
+        'approval',
+        'sender',
+        'end',
+      ]),
+    );
+    for (const n of nodes) {
+      const face = page.getByTestId(`node-counters-${n.nodeId}`);
+      await face.waitFor(WAIT);
+      const attr = async (a: string) => await face.getAttribute(a);
+      expect(
+        {
+          turns: Number(await attr('data-turns')),
+          calls: Number(await attr('data-calls')),
+          in: Number(await attr('data-tokens-in')),
+          out: Number(await attr('data-tokens-out')),
+          failures: Number(await attr('data-failures')),
+          elapsed: Number(await attr('data-elapsed-ms')),
+          status: await attr('data-status'),
+        },
+        n.nodeId,
+      ).toEqual({
+        turns: n.turns,
+        calls: n.calls,
+        in: n.promptTokens,
+        out: n.completionTokens,
+        failures: n.failures,
+        elapsed: n.elapsedMs,
+        status: n.status,
+      });
+    }
+    const billing = nodes.find((n) => n.nodeId === 'billing-agent')!;
+    expect(billing).toMatchObject({ turns: 1, calls: 2, status: 'completed' });
+    expect(await page.getByTestId('node-counters-billing-agent').textContent()).toContain('1 turn');
+
+    // The refund writer's trace: the system prompt it was sent, and its reply.
+    await page.getByTestId('node-refund-writer').click();
+    const trace = page.getByTestId('trace-panel');
+    await trace.waitFor(WAIT);
+    expect(await trace.getAttribute('data-node')).toBe('refund-writer');
+    const system = trace.locator('[data-testid="trace-message"][data-role="system"]').first();
+    expect(await system.textContent()).toContain(WRITER_PROMPT);
+    expect(
+      await trace.locator('[data-testid="trace-part"][data-kind="reply"]').first().textContent(),
+    ).toContain('Dear customer');
+    // The guard that checks the writer's replies is in its trace too.
+    expect(await trace.locator('[data-testid="trace-part"][data-kind="request"]').count()).toBeGreaterThan(0);
+    await page.screenshot({ path: artifact('run-inside-trace.png') });
+    expect(errors).toEqual([]);
+  });
+
+  it('a breakpoint stop puts the glow and the pause badge on the node it stopped before', async () => {
+    await serve();
+    const { page, errors } = await person('/?flow=support-triage');
+    await inRoom(page, 'support-triage');
+    await page.getByTestId('node-refund-writer').click();
+    await page.getByTestId('btn-breakpoint').click();
+    await page.getByTestId('run-pace').selectOption('0');
+    await page.getByTestId('btn-run').click();
+    await phase(page, 'paused');
+    const node = page.getByTestId('node-refund-writer');
+    expect(await node.getAttribute('data-run-active')).toBe('true');
+    expect(await node.getAttribute('data-run-status')).toBe('paused');
+    await page.getByTestId('node-paused-refund-writer').waitFor(WAIT);
+    // The node before it is done and no longer glows.
+    expect(await page.getByTestId('node-billing-agent').getAttribute('data-run-active')).toBeNull();
+    await page.screenshot({ path: artifact('run-inside-breakpoint.png') });
+    await page.getByTestId('btn-resume').click();
+    await phase(page, 'waiting');
+    expect(await page.getByTestId('node-paused-refund-writer').count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+});
