@@ -40,10 +40,10 @@ async function recordStreams(page: Page): Promise<void> {
     new MutationObserver((records) => {
       for (const r of records) {
         if (r.type === 'characterData') note(r.target.parentElement);
-        for (const n of r.addedNodes) {
+        r.addedNodes.forEach((n) => {
           if (n.nodeType === 1) note(n as Element);
           else note(n.parentElement);
-        }
+        });
       }
     }).observe(document.body, { subtree: true, childList: true, characterData: true });
   });

@@ -39,8 +39,9 @@ export const NodeCounters = memo(function NodeCounters({ id }: { id: string }) {
   const c = useKeyed(store.runState.counters, id);
   if (!c) return null;
   const tail = c.streaming.length > 240 ? `…${c.streaming.slice(-240)}` : c.streaming;
+  // Under the face, out of its layout: a face that grew would be measured and drawn again.
   return (
-    <>
+    <div className="sb-node-run">
       <div
         className={`sb-node-counters${c.failures > 0 ? ' sb-node-counters-failed' : ''}`}
         data-testid={`node-counters-${id}`}
@@ -60,6 +61,6 @@ export const NodeCounters = memo(function NodeCounters({ id }: { id: string }) {
           {tail}
         </div>
       )}
-    </>
+    </div>
   );
 });
