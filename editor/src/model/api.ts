@@ -23,6 +23,13 @@ export interface RunSummary {
   output?: unknown;
   error?: { code: string; message: string };
   scripted?: boolean;
+  /** Present in lists and gets: when it last changed, when it ended, what it used. */
+  updatedAt?: string;
+  endedAt?: string;
+  counters?: { turns: number; promptTokens: number; completionTokens: number; toolCalls: number };
+  /** A process of this server hosts it (it can take commands). */
+  live?: boolean;
+  source?: string;
 }
 
 /** A command to a live run, as `POST /api/runs/:id/commands` takes it. */

@@ -14,7 +14,7 @@
  * applies the new ones, and shows exactly what the server's log holds.
  */
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
-import { ApiError, type FlowApi, type RunCommandBody } from '../model/api.js';
+import { ApiError, type FlowApi, type RunCommandBody, type RunSummary } from '../model/api.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { RunState } from '../store/runState.js';
 import { type ConnectionState, RunEventsSocket, type SocketFactory } from './eventsSocket.js';
@@ -31,6 +31,26 @@ export interface RunSnapshot {
   problem?: string;
   /** How many events of the followed run are held (`events()`): changes when the log does. */
   logSize: number;
+  /**
+   * Why the followed run is shown when this editor did not start it: the flow's latest run when
+   * the flow was opened, or a run opened from the history.
+   */
+  opened?: { runId: string; how: 'latest' | 'history'; createdAt: string };
+  /** The flow's latest run when it was opened, not shown because it is old (see `isStale`). */
+  skipped?: RunSummary;
+}
+
+/** A run untouched for this long is not opened unannounced, and one that waits is marked stale. */
+export const STALE_MS = 10 * 60_000;
+
+/** When a run last changed (ms), from what the server says. */
+export function lastChange(r: RunSummary): number {
+  return Date.parse(r.updatedAt ?? r.createdAt) || 0;
+}
+
+/** A run still open (waiting, paused, running) that nothing has moved for `STALE_MS`. */
+export function isStale(r: RunSummary, now = Date.now()): boolean {
+  return !['completed', 'failed', 'cancelled'].includes(r.status) && now - lastChange(r) > STALE_MS;
 }
 
 /** Scripted replies at interpreter speed finish a run in milliseconds; a pace makes it watchable. */
@@ -131,13 +151,19 @@ export class RunSession {
     this.forgetFollowed();
     this.socket.forgetRuns();
     this.flowId = flowId;
-    this.update({ flowId, view: EMPTY_VIEW, problem: undefined });
+    this.update({ flowId, view: EMPTY_VIEW, problem: undefined, opened: undefined, skipped: undefined });
     this.socket.watchFlow(flowId);
     try {
       const [last] = await this.o.api.runsOf(flowId, 1);
       // Something newer may have started meanwhile; keep following that.
-      if (last && this.flowId === flowId && this.followed === undefined)
+      if (!last || this.flowId !== flowId || this.followed !== undefined) return;
+      // Someone's run from long ago (waiting for an answer nobody gives, paused, or long over)
+      // is not what a person opening the flow expects to see: it stays in the history, announced.
+      if (Date.now() - lastChange(last) > STALE_MS) this.update({ skipped: last });
+      else {
         this.follow(last.id, Date.parse(last.createdAt) || 0);
+        this.update({ opened: { runId: last.id, how: 'latest', createdAt: last.createdAt } });
+      }
     } catch {
       // No run list (older server, no token yet): live runs still arrive over the socket.
     }
@@ -161,7 +187,7 @@ export class RunSession {
     this.durable = { view, run: new RunState() };
     this.tail = [];
     this.o.store.runState.setModels(this.o.store.toFlow().models ?? {});
-    this.update({ view, problem: undefined, logSize: 0 });
+    this.update({ view, problem: undefined, logSize: 0, opened: undefined, skipped: undefined });
     this.socket.watchRun(runId);
   }
 
@@ -222,6 +248,29 @@ export class RunSession {
       view: fold(this.durable.view, runId, this.tail, { maxEntries: this.o.maxEntries }),
       logSize: this.log.length,
     });
+  }
+
+  /** The flow's runs, newest first (the history). */
+  async history(limit = 50): Promise<RunSummary[]> {
+    if (this.flowId === undefined) return [];
+    return this.o.api.runsOf(this.flowId, limit);
+  }
+
+  /** Shows a run of the history on the canvas: its path, counters and traces, from its log. */
+  open(run: RunSummary): void {
+    if (this.followed !== run.id) this.follow(run.id, Date.parse(run.createdAt) || 0);
+    this.update({ opened: { runId: run.id, how: 'history', createdAt: run.createdAt } });
+  }
+
+  /** Cancels a run of the history (a stale one, waiting for nobody). */
+  async cancelRun(runId: string): Promise<boolean> {
+    try {
+      await this.o.api.command(runId, { type: 'cancel', reason: 'cancelled from the run history' });
+      return true;
+    } catch (e) {
+      this.update({ problem: (e as Error).message });
+      return false;
+    }
   }
 
   /** Starts the flow on the canvas with `input`; scripted replies take `paceMs` each. */

@@ -9,6 +9,7 @@ import type { RunSession, RunSnapshot } from '../run/runSession.js';
 import { brief, FINAL_PHASES, type RunPhase, type TranscriptEntry } from '../run/transcript.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { useDocVersion, useEditor, useKeyed } from './context.js';
+import { OpenedNote, RunHistory } from './RunHistory.js';
 
 const PACES: Array<[number, string]> = [
   [0, 'instant'],
@@ -375,6 +376,8 @@ function LivePanel({ runs }: { runs: RunSession }) {
         </button>
         <span className="sb-sep" />
         <BreakpointToggle runs={runs} />
+        <RunHistory runs={runs} />
+        <OpenedNote runs={runs} />
         <span className="sb-spacer" />
         {v.runId && (
           <span className="sb-help" title={v.runId}>
