@@ -162,4 +162,58 @@ describe('inside a run, on the canvas', { timeout: 180_000 }, () => {
     expect(await page.getByTestId('node-paused-refund-writer').count()).toBe(0);
     expect(errors).toEqual([]);
   });
+
+  it('a past run opened from the history shows its path; a waiting run is cancelled from there', async () => {
+    await serve();
+    const { page, errors } = await person('/?flow=support-triage');
+    await inRoom(page, 'support-triage');
+    await page.getByTestId('run-pace').selectOption('0');
+    // A billing run (answered), then a technical one.
+    await page.getByTestId('btn-run').click();
+    await phase(page, 'waiting');
+    const billingRun = (await page.getByTestId('run-panel').getAttribute('data-run-id'))!;
+    await page.getByTestId('answer-option-yes').click();
+    await phase(page, 'completed');
+    await page.getByTestId('run-input').fill('The app crashes on start since yesterday');
+    await page.getByTestId('btn-run').click();
+    await page
+      .locator(`[data-testid="run-panel"][data-phase="completed"]:not([data-run-id="${billingRun}"])`)
+      .waitFor(WAIT);
+    expect(await page.getByTestId('node-diagnoser').getAttribute('data-run-status')).toBe('completed');
+    expect(await page.getByTestId('node-billing-agent').getAttribute('data-run-status')).toBe('idle');
+
+    await page.getByTestId('btn-history').click();
+    const rows = page.getByTestId('history-run');
+    await expect.poll(() => rows.count(), WAIT).toBe(2);
+    const billingRow = page.locator(`[data-testid="history-run"][data-run-id="${billingRun}"]`);
+    expect(await billingRow.getAttribute('data-status')).toBe('completed');
+    await billingRow.getByTestId('history-open').click();
+    await page
+      .locator(`[data-testid="run-panel"][data-run-id="${billingRun}"][data-phase="completed"]`)
+      .waitFor(WAIT);
+    await page.locator('[data-testid="run-opened"][data-how="history"]').waitFor(WAIT);
+    // Its path, from its log: the billing branch ran, the technical one did not.
+    for (const id of ['triage', 'billing-agent', 'refund-writer', 'approval', 'sender', 'end'])
+      await page.locator(`[data-testid="node-${id}"][data-run-status="completed"]`).waitFor(WAIT);
+    for (const id of ['diagnoser', 'fixer', 'generalist'])
+      expect(await page.getByTestId(`node-${id}`).getAttribute('data-run-status'), id).toBe('idle');
+    // Its counters and traces too.
+    expect(Number(await page.getByTestId('node-counters-refund-writer').getAttribute('data-turns'))).toBe(1);
+    await page.screenshot({ path: artifact('run-inside-history.png') });
+
+    // A run left waiting for an answer is cancelled from the history.
+    await page.getByTestId('run-input').fill('I was charged twice on invoice INV-1042, please refund');
+    await page.getByTestId('btn-run').click();
+    await phase(page, 'waiting');
+    const waiting = (await page.getByTestId('run-panel').getAttribute('data-run-id'))!;
+    const row = page.locator(`[data-testid="history-run"][data-run-id="${waiting}"]`);
+    await row.waitFor(WAIT);
+    await row.getByTestId('history-cancel').click();
+    await phase(page, 'cancelled');
+    await page
+      .locator(`[data-testid="history-run"][data-run-id="${waiting}"][data-status="cancelled"]`)
+      .waitFor(WAIT);
+    expect(srv.server.store.catalog.data.runs[waiting]!.status).toBe('cancelled');
+    expect(errors).toEqual([]);
+  });
 });

@@ -58,12 +58,13 @@ afterEach(() => {
 });
 
 /** A session on fake sockets, watching flow `f` (whose runs the server lists as `runs`). */
-async function session(provisional?: boolean, runs: RunSummary[] = []) {
+async function session(provisional?: boolean, runs: RunSummary[] = [], logs = new Map<string, RunEvent[]>()) {
   const sockets: FakeSocket[] = [];
   const api = {
     wsUrl: () => 'ws://server/api/ws',
     wsProtocols: () => [],
     runsOf: async () => runs,
+    runEvents: async (id: string) => logs.get(id) ?? [],
   } as unknown as FlowApi;
   const store = new EditorStore({ registry: defaultRegistry, validateDelay: 1 });
   stores.push(store);
@@ -201,17 +202,19 @@ describe('RunSession: opening a flow', () => {
     expect(runs.getSnapshot().skipped).toMatchObject({ id: 'r1', status: 'waiting' });
   });
 
-  it('opens a run of the history on the canvas from its first event', async () => {
-    const { runs, store, now } = await session(true, [run('r2', 'completed', STALE_MS * 3)]);
-    runs.open(run('r2', 'completed', STALE_MS * 3));
-    expect(runs.getSnapshot().opened).toMatchObject({ runId: 'r2', how: 'history' });
+  it('opens a run of the history on the canvas from its log, then follows it live', async () => {
     const log = events([
       { type: 'run.started', flowId: 'f', input: 'hi' },
       { type: 'node.started', nodeId: 'a' },
       { type: 'node.completed', nodeId: 'a' },
       { type: 'run.completed', output: 'x' },
     ]).map((e) => ({ ...e, runId: 'r2' }));
-    now().push(frame('r2', log, 4));
+    const old = run('r2', 'completed', STALE_MS * 3);
+    const { runs, store, now } = await session(true, [old], new Map([['r2', log]]));
+    await runs.open(old);
+    expect(runs.getSnapshot().opened).toMatchObject({ runId: 'r2', how: 'history' });
+    // Asked the socket only for what comes after the log it read.
+    expect(now().sent.at(-1)).toEqual({ type: 'subscribe', runId: 'r2', after: 4, provisional: true });
     expect(store.runState.get('a')).toEqual({ status: 'completed', active: false });
     expect(store.runState.counters.get('a')).toMatchObject({ status: 'completed' });
     expect(runs.events()).toHaveLength(4);

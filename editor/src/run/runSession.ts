@@ -178,7 +178,8 @@ export class RunSession {
     this.o.store.runState.reset();
   }
 
-  private follow(runId: string, since: number): void {
+  /** `socket`: false when the caller reads the run's log itself (`open`). */
+  private follow(runId: string, since: number, socket = true): void {
     if (this.followed === runId) return;
     this.forgetFollowed();
     this.followed = runId;
@@ -188,7 +189,7 @@ export class RunSession {
     this.tail = [];
     this.o.store.runState.setModels(this.o.store.toFlow().models ?? {});
     this.update({ view, problem: undefined, logSize: 0, opened: undefined, skipped: undefined });
-    this.socket.watchRun(runId);
+    if (socket) this.socket.watchRun(runId);
   }
 
   private onEvents(runId: string, events: RunEvent[]): void {
@@ -256,10 +257,26 @@ export class RunSession {
     return this.o.api.runsOf(this.flowId, limit);
   }
 
-  /** Shows a run of the history on the canvas: its path, counters and traces, from its log. */
-  open(run: RunSummary): void {
-    if (this.followed !== run.id) this.follow(run.id, Date.parse(run.createdAt) || 0);
-    this.update({ opened: { runId: run.id, how: 'history', createdAt: run.createdAt } });
+  /**
+   * Shows a run of the history on the canvas: its path, counters and traces, from its log (read
+   * over REST), then live if it still goes.
+   */
+  async open(run: RunSummary): Promise<void> {
+    if (this.followed === run.id) return;
+    this.follow(run.id, Date.parse(run.createdAt) || 0, false);
+    const opened = { runId: run.id, how: 'history' as const, createdAt: run.createdAt };
+    this.update({ opened });
+    let events: RunEvent[];
+    try {
+      events = await this.o.api.runEvents(run.id);
+    } catch (e) {
+      if (this.followed === run.id) this.update({ problem: (e as Error).message });
+      return;
+    }
+    if (this.followed !== run.id) return;
+    this.socket.watchRunFrom(run.id, events.at(-1)?.seq ?? 0);
+    if (events.length > 0) this.onEvents(run.id, events);
+    this.update({ opened });
   }
 
   /** Cancels a run of the history (a stale one, waiting for nobody). */

@@ -134,7 +134,7 @@ export function RunHistory({ runs }: { runs: RunSession }) {
                     type="button"
                     data-testid="history-open"
                     disabled={r.id === snap.view.runId}
-                    onClick={() => runs.open(r)}
+                    onClick={() => void runs.open(r)}
                   >
                     Open
                   </button>
