@@ -216,4 +216,50 @@ describe('inside a run, on the canvas', { timeout: 180_000 }, () => {
     expect(srv.server.store.catalog.data.runs[waiting]!.status).toBe('cancelled');
     expect(errors).toEqual([]);
   });
+
+  it('the scrubber at the middle of a run shows the node then active; arrow keys step one event', async () => {
+    await serve();
+    const { page, errors } = await person('/?flow=support-triage');
+    await inRoom(page, 'support-triage');
+    await page.getByTestId('run-pace').selectOption('0');
+    await page.getByTestId('btn-run').click();
+    await phase(page, 'waiting');
+    await page.getByTestId('answer-option-yes').click();
+    await phase(page, 'completed');
+    const runId = (await page.getByTestId('run-panel').getAttribute('data-run-id'))!;
+    const log = srv.server.store.readEvents(runId, 0);
+    /** The node a canvas following the run showed as active just after event `seq`. */
+    const activeAt = (seq: number) => {
+      let active: string | undefined;
+      for (const e of log) {
+        if (e.seq > seq) break;
+        if (e.type === 'node.started' && e.parentRunId === undefined) active = e.nodeId;
+        if (e.type === 'run.completed' || e.type === 'run.failed') active = undefined;
+      }
+      return active;
+    };
+    const middle = log.find((e) => e.type === 'node.started' && e.nodeId === 'refund-writer')!.seq;
+    const scrubber = page.getByTestId('run-scrubber');
+    await scrubber.evaluate((el, v) => {
+      const input = el as HTMLInputElement;
+      Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')!.set!.call(input, String(v));
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+    }, middle);
+    await page.locator(`[data-testid="run-scrubber-label"][data-seq="${middle}"]`).waitFor(WAIT);
+    const activeNow = () => page.locator('[data-run-active="true"]').getAttribute('data-testid');
+    expect(await activeNow()).toBe('node-refund-writer');
+    expect(await page.getByTestId('node-sender').getAttribute('data-run-status')).toBe('idle');
+    expect(await page.getByTestId('node-billing-agent').getAttribute('data-run-status')).toBe('completed');
+    // One event back with the keyboard.
+    await scrubber.focus();
+    await page.keyboard.press('ArrowLeft');
+    await page.locator(`[data-testid="run-scrubber-label"][data-seq="${middle - 1}"]`).waitFor(WAIT);
+    expect(await activeNow()).toBe(`node-${activeAt(middle - 1)}`);
+    await page.screenshot({ path: artifact('run-inside-scrub.png') });
+    // Back to live: the run as it ended.
+    await page.getByTestId('btn-scrub-live').click();
+    await expect.poll(() => page.locator('[data-run-active="true"]').count(), WAIT).toBe(0);
+    expect(await page.getByTestId('node-sender').getAttribute('data-run-status')).toBe('completed');
+    expect(errors).toEqual([]);
+  });
 });

@@ -220,3 +220,28 @@ describe('RunSession: opening a flow', () => {
     expect(runs.events()).toHaveLength(4);
   });
 });
+
+describe('RunSession: the playhead', () => {
+  it('shows the run as of an event, keeps taking events meanwhile, and goes back to live', async () => {
+    const x = await session(true);
+    const log = [...DURABLE, ...REDONE];
+    x.now().push(frame('r1', log.slice(0, 8), 8));
+    expect(x.runs.runId).toBe('r1');
+    x.runs.scrubTo(3);
+    expect(x.runs.getSnapshot().scrub).toBe(3);
+    expect(shown(x).activeNode).toBe('a');
+    expect(shown(x).nodes.b).toEqual({ status: 'idle', active: false });
+    expect(x.runs.getSnapshot().view.lastSeq).toBe(3);
+    // One event on: the handover.
+    x.runs.scrubTo(4);
+    expect(shown(x).activeEdge).toBe('e1');
+    // Events that arrive while the playhead is in the past change neither canvas nor view.
+    x.now().push(frame('r1', log.slice(8), 9));
+    expect(shown(x).activeNode).toBe('a');
+    expect(x.runs.getSnapshot().view.lastSeq).toBe(4);
+    x.runs.scrubTo(undefined);
+    expect(x.runs.getSnapshot().scrub).toBeUndefined();
+    expect(shown(x).activeNode).toBe('d');
+    expect(x.runs.getSnapshot().view.lastSeq).toBe(9);
+  });
+});

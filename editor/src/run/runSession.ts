@@ -38,6 +38,8 @@ export interface RunSnapshot {
   opened?: { runId: string; how: 'latest' | 'history'; createdAt: string };
   /** The flow's latest run when it was opened, not shown because it is old (see `isStale`). */
   skipped?: RunSummary;
+  /** The playhead: canvas, counters, traces and transcript show the run as of this seq; absent = live. */
+  scrub?: number;
 }
 
 /** A run untouched for this long is not opened unannounced, and one that waits is marked stale. */
@@ -86,6 +88,9 @@ export class RunSession {
   private snapshot: RunSnapshot = { view: EMPTY_VIEW, connection: 'closed', busy: false, logSize: 0 };
   /** The followed run's events but streamed pieces (those live on the node faces), for traces. */
   private log: RunEvent[] = [];
+  /** The followed run's view as of its last event (what `view` is when not scrubbing). */
+  private liveView: RunView = EMPTY_VIEW;
+  private scrubSeq: number | undefined;
   private readonly listeners = new Set<() => void>();
   private followed: string | undefined;
   /** `ts` of the followed run's `run.started`, to prefer the newest run of a flow. */
@@ -175,6 +180,8 @@ export class RunSession {
     this.followedSince = 0;
     this.tail = [];
     this.log = [];
+    this.scrubSeq = undefined;
+    this.liveView = EMPTY_VIEW;
     this.o.store.runState.reset();
   }
 
@@ -185,10 +192,18 @@ export class RunSession {
     this.followed = runId;
     this.followedSince = since;
     const view: RunView = { ...EMPTY_VIEW, runId };
+    this.liveView = view;
     this.durable = { view, run: new RunState() };
     this.tail = [];
     this.o.store.runState.setModels(this.o.store.toFlow().models ?? {});
-    this.update({ view, problem: undefined, logSize: 0, opened: undefined, skipped: undefined });
+    this.update({
+      view,
+      problem: undefined,
+      logSize: 0,
+      opened: undefined,
+      skipped: undefined,
+      scrub: undefined,
+    });
     if (socket) this.socket.watchRun(runId);
   }
 
@@ -204,13 +219,17 @@ export class RunSession {
       // This frame starts at the run's first event: the view is built from it.
     }
     const rs = this.o.store.runState;
-    for (const e of events) rs.applyRunEvent(e, e.runId === runId);
-    const view = fold(this.snapshot.view, runId, events, { maxEntries: this.o.maxEntries });
+    // While the playhead is in the past the canvas stays there; going live rebuilds it.
+    if (this.scrubSeq === undefined) for (const e of events) rs.applyRunEvent(e, e.runId === runId);
+    const view = fold(this.liveView, runId, events, { maxEntries: this.o.maxEntries });
+    this.liveView = view;
     for (const e of events) {
       this.tail.push(e);
       if (e.type !== 'model.delta') this.log.push(e);
     }
-    this.update({ view, logSize: this.log.length });
+    this.update(
+      this.scrubSeq === undefined ? { view, logSize: this.log.length } : { logSize: this.log.length },
+    );
     this.settle(runId);
   }
 
@@ -226,7 +245,7 @@ export class RunSession {
     // All of it on disk (the usual case once the server has synced): the view just built is it.
     this.durable.view =
       this.tail.length === 0
-        ? this.snapshot.view
+        ? this.liveView
         : fold(this.durable.view, runId, done, { maxEntries: this.o.maxEntries });
   }
 
@@ -244,11 +263,57 @@ export class RunSession {
     const run = new RunState();
     run.restoreRun(this.durable.run);
     for (const e of this.tail) run.applyRunEvent(e, e.runId === runId);
+    this.liveView = fold(this.durable.view, runId, this.tail, { maxEntries: this.o.maxEntries });
+    if (this.scrubSeq !== undefined) {
+      this.update({ logSize: this.log.length });
+      return;
+    }
     this.o.store.runState.restoreRun(run);
-    this.update({
-      view: fold(this.durable.view, runId, this.tail, { maxEntries: this.o.maxEntries }),
-      logSize: this.log.length,
+    this.update({ view: this.liveView, logSize: this.log.length });
+  }
+
+  /**
+   * Moves the playhead: the canvas, counters, traces and transcript show the followed run as of
+   * event `seq` (its events without streamed pieces); undefined, or the last event, is live.
+   */
+  scrubTo(seq: number | undefined): void {
+    const runId = this.followed;
+    if (runId === undefined) return;
+    const last = this.log.at(-1)?.seq ?? 0;
+    const rs = this.o.store.runState;
+    if (seq === undefined || seq >= last) {
+      if (this.scrubSeq === undefined) return;
+      this.scrubSeq = undefined;
+      rs.restoreRun(this.stateAt(runId, last));
+      this.update({ view: this.liveView, scrub: undefined });
+      return;
+    }
+    this.scrubSeq = Math.max(0, seq);
+    rs.restoreRun(this.stateAt(runId, this.scrubSeq));
+    const view = fold({ ...EMPTY_VIEW, runId }, runId, this.prefix(this.scrubSeq), {
+      maxEntries: this.o.maxEntries,
     });
+    this.update({ view, scrub: this.scrubSeq });
+  }
+
+  /** The held events up to `seq` (the log is in seq order). */
+  private prefix(seq: number): RunEvent[] {
+    let lo = 0;
+    let hi = this.log.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.log[mid]!.seq <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.log.slice(0, lo);
+  }
+
+  /** The canvas marks as of `seq`, built aside (restoring them notifies only what differs). */
+  private stateAt(runId: string, seq: number): RunState {
+    const run = new RunState();
+    run.setModels(this.o.store.toFlow().models ?? {});
+    for (const e of this.prefix(seq)) run.applyRunEvent(e, e.runId === runId);
+    return run;
   }
 
   /** The flow's runs, newest first (the history). */

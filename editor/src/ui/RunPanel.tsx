@@ -10,6 +10,7 @@ import { brief, FINAL_PHASES, type RunPhase, type TranscriptEntry } from '../run
 import type { EditorStore } from '../store/editorStore.js';
 import { useDocVersion, useEditor, useKeyed } from './context.js';
 import { OpenedNote, RunHistory } from './RunHistory.js';
+import { Scrubber } from './Scrubber.js';
 
 const PACES: Array<[number, string]> = [
   [0, 'instant'],
@@ -271,7 +272,8 @@ function LivePanel({ runs }: { runs: RunSession }) {
 
   const v = snap.view;
   const phase: RunPhase = snap.busy && v.phase === 'idle' ? 'starting' : v.phase;
-  const live = !!v.runId && phase !== 'idle' && !FINAL_PHASES.has(phase);
+  // At a past point of the timeline the view is history: commands wait until it is live again.
+  const live = !!v.runId && phase !== 'idle' && !FINAL_PHASES.has(phase) && snap.scrub === undefined;
   const cmd = (type: 'pause' | 'resume' | 'step' | 'cancel') => () => void runs.command({ type });
   return (
     <section
@@ -405,6 +407,7 @@ function LivePanel({ runs }: { runs: RunSession }) {
           {open ? '▾' : '▴'}
         </button>
       </form>
+      <Scrubber runs={runs} />
       {snap.problem && (
         <div className="sb-run-problem" role="alert" data-testid="run-problem">
           {snap.problem}

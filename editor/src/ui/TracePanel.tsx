@@ -121,11 +121,14 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
     .edges.filter((e) => e.source === nodeId && e.kind === 'handover')
     .map((e) => e.target);
   const key = candidates.join('\n');
+  const scrub = snap.scrub;
   // biome-ignore lint/correctness/useExhaustiveDependencies: the log grows in place; its size says when
-  const turns = useMemo(
-    () => nodeTrace(runs.events(), nodeId, key ? key.split('\n') : []),
-    [runs, nodeId, snap.logSize, key],
-  );
+  const turns = useMemo(() => {
+    // At the playhead: the trace as of that event.
+    const all = runs.events();
+    const events = scrub === undefined ? all : all.filter((e) => e.seq <= scrub);
+    return nodeTrace(events, nodeId, key ? key.split('\n') : []);
+  }, [runs, nodeId, snap.logSize, key, scrub]);
   if (turns.length === 0) return null;
   return (
     <section
