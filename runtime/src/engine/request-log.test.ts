@@ -1,6 +1,8 @@
 import type { RunEvent } from '@switchboard/schemas';
 import { resolveModelRequests } from '@switchboard/schemas/core';
 import { describe, expect, it } from 'vitest';
+import { toOpenAIMessages } from '../models/openai.js';
+import { startFakeOpenAIServer } from '../models/testing/fake-openai-server.js';
 import { agent, chain, collectRun, edge, flow, node, recordingModels } from './testing/index.js';
 
 type Req = Extract<RunEvent, { type: 'model.request' }>;
@@ -150,5 +152,35 @@ describe('model.request events', () => {
     expect(sent.some((m) => m.content.includes('use [redacted:SB_TEST_SECRET] to log in'))).toBe(true);
     // What went to the provider is unchanged.
     expect(requests[0]!.messages.some((m) => m.content.includes(secret))).toBe(true);
+  });
+
+  it('a provider asking again with a correction records that call too, as the endpoint received it', async () => {
+    const fake = await startFakeOpenAIServer({
+      replies: [
+        { when: { system: 'You are a' }, reply: [{ text: 'not json at all' }, { text: '{"ok":true}' }] },
+      ],
+    });
+    try {
+      const f = flow(
+        [
+          node('start', 'start'),
+          agent('a', { output: { type: 'json', schema: { type: 'object' } } }),
+          node('end', 'end'),
+        ],
+        [edge('start', 'a'), edge('a', 'end')],
+      );
+      f.models.default = { provider: 'openai', model: 'm', baseURL: fake.url };
+      const { events, result } = await collectRun(f, 'go', { allowLocalModels: true });
+      expect(result.status, JSON.stringify(result.error)).toBe('completed');
+      const resolved = resolveModelRequests(events);
+      expect(resolved.map((r) => r.call)).toEqual([1, 2]);
+      const received = fake.requests.filter((r) => r.served === 'reply').map((r) => r.body!.messages);
+      expect(received).toHaveLength(2);
+      expect(
+        resolved.map((r) => toOpenAIMessages(r.messages as Parameters<typeof toOpenAIMessages>[0])),
+      ).toEqual(received);
+    } finally {
+      await fake.close();
+    }
   });
 });

@@ -746,6 +746,13 @@ export class Run {
     if (call.tools) req.tools = call.tools;
     if (call.jsonSchema) req.jsonSchema = call.jsonSchema;
     req.onDelta = (text) => this.emit(cx, { type: 'model.delta', nodeId, text });
+    // A provider that asks again with corrections appended sends other messages: a request of its own.
+    const sent = call.messages.length;
+    req.onCorrection = (c) => {
+      const messages = call.messages.slice(0, sent);
+      for (const content of c) messages.push({ role: 'user', content });
+      this.recordRequest(nc, name, { ...call, messages });
+    };
     req.onRetry = (i) =>
       this.emit(cx, { type: 'model.retry', nodeId, attempt: i.attempt, delayMs: i.delayMs, cause: i.cause });
     const done = provider.complete(req);
