@@ -201,6 +201,27 @@ describe('inside a run, on the canvas', { timeout: 180_000 }, () => {
     expect(Number(await page.getByTestId('node-counters-refund-writer').getAttribute('data-turns'))).toBe(1);
     await page.screenshot({ path: artifact('run-inside-history.png') });
 
+    // The two runs compared: each one's path on the canvas, per node the difference.
+    const techRun = (await rows.nth(0).getAttribute('data-run-id'))!;
+    await billingRow.getByTestId('history-pick').check();
+    await page
+      .locator(`[data-testid="history-run"][data-run-id="${techRun}"]`)
+      .getByTestId('history-pick')
+      .check();
+    await page.getByTestId('btn-compare').click();
+    await page
+      .locator(`[data-testid="compare-panel"][data-a="${billingRun}"][data-b="${techRun}"]`)
+      .waitFor(WAIT);
+    expect(await page.getByTestId('node-billing-agent').getAttribute('data-compare')).toBe('a');
+    expect(await page.getByTestId('node-diagnoser').getAttribute('data-compare')).toBe('b');
+    expect(await page.getByTestId('node-triage').getAttribute('data-compare')).toBe('both');
+    expect(await page.getByTestId('node-generalist').getAttribute('data-compare')).toBeNull();
+    const endRow = page.locator('[data-testid="compare-row"][data-node="end"]');
+    expect(await endRow.getAttribute('data-side')).toBe('both');
+    await page.screenshot({ path: artifact('run-inside-compare.png') });
+    await page.getByTestId('btn-compare-close').click();
+    expect(await page.getByTestId('node-triage').getAttribute('data-compare')).toBeNull();
+
     // A run left waiting for an answer is cancelled from the history.
     await page.getByTestId('run-input').fill('I was charged twice on invoice INV-1042, please refund');
     await page.getByTestId('btn-run').click();

@@ -17,6 +17,7 @@ import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 import { ApiError, type FlowApi, type RunCommandBody, type RunSummary } from '../model/api.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { RunState } from '../store/runState.js';
+import { type Comparison, compareRuns } from './compare.js';
 import { type ConnectionState, RunEventsSocket, type SocketFactory } from './eventsSocket.js';
 import { EMPTY_VIEW, FINAL_PHASES, fold, type RunView } from './transcript.js';
 
@@ -40,6 +41,8 @@ export interface RunSnapshot {
   skipped?: RunSummary;
   /** The playhead: canvas, counters, traces and transcript show the run as of this seq; absent = live. */
   scrub?: number;
+  /** Two runs compared (their paths marked on the canvas). */
+  comparison?: Comparison;
 }
 
 /** A run untouched for this long is not opened unannounced, and one that waits is marked stale. */
@@ -314,6 +317,27 @@ export class RunSession {
     run.setModels(this.o.store.toFlow().models ?? {});
     for (const e of this.prefix(seq)) run.applyRunEvent(e, e.runId === runId);
     return run;
+  }
+
+  /** Compares two runs of the flow: their paths on the canvas, per node output, tokens and time. */
+  async compare(a: string, b: string): Promise<void> {
+    try {
+      const [ea, eb] = await Promise.all([this.o.api.runEvents(a), this.o.api.runEvents(b)]);
+      const comparison = compareRuns(
+        { runId: a, events: ea },
+        { runId: b, events: eb },
+        this.o.store.toFlow().models ?? {},
+      );
+      this.o.store.runState.compare.replaceAll(new Map(comparison.nodes.map((n) => [n.nodeId, n.side])));
+      this.update({ comparison });
+    } catch (e) {
+      this.update({ problem: (e as Error).message });
+    }
+  }
+
+  endCompare(): void {
+    this.o.store.runState.compare.replaceAll(new Map());
+    this.update({ comparison: undefined });
   }
 
   /** The flow's runs, newest first (the history). */

@@ -32,6 +32,8 @@ export class RunState {
   readonly breakpoints = new KeyedStore<boolean>(false);
   /** Counters of each node that ran. */
   readonly counters = new KeyedStore<NodeSummary | undefined>(undefined);
+  /** Two runs compared: which of them each node ran in ('' when no comparison is shown). */
+  readonly compare = new KeyedStore<'' | 'a' | 'b' | 'both'>('');
   private summaries = new NodeSummaries();
   private activeId: string | undefined;
   private activeEdgeId: string | undefined;

@@ -50,6 +50,8 @@ export function RunHistory({ runs }: { runs: RunSession }) {
   const [list, setList] = useState<RunSummary[] | undefined>();
   const [filter, setFilter] = useState('all');
   const [error, setError] = useState<string | undefined>();
+  /** Runs ticked for comparison, in the order ticked (A, then B). */
+  const [picked, setPicked] = useState<string[]>([]);
   const load = useCallback(() => {
     runs.history().then(
       (l) => {
@@ -93,6 +95,15 @@ export function RunHistory({ runs }: { runs: RunSession }) {
                 </option>
               ))}
             </select>
+            <button
+              type="button"
+              data-testid="btn-compare"
+              disabled={picked.length !== 2}
+              title="Tick two runs to compare them"
+              onClick={() => void runs.compare(picked[0]!, picked[1]!)}
+            >
+              Compare
+            </button>
             <button type="button" onClick={load} title="Reload the list">
               ↻
             </button>
@@ -119,6 +130,19 @@ export function RunHistory({ runs }: { runs: RunSession }) {
                   data-status={r.status}
                   data-stale={stale || undefined}
                 >
+                  <input
+                    type="checkbox"
+                    data-testid="history-pick"
+                    aria-label="Compare this run"
+                    checked={picked.includes(r.id)}
+                    onChange={(e) =>
+                      setPicked((p) =>
+                        e.target.checked
+                          ? [...p.filter((x) => x !== r.id), r.id].slice(-2)
+                          : p.filter((x) => x !== r.id),
+                      )
+                    }
+                  />
                   <span className={`sb-run-status sb-phase-${r.status}`}>{r.status}</span>
                   {stale && (
                     <span className="sb-history-stale" title="Nothing has moved in this run for a while">

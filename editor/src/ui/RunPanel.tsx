@@ -8,6 +8,7 @@ import { memo, useEffect, useLayoutEffect, useRef, useState, useSyncExternalStor
 import type { RunSession, RunSnapshot } from '../run/runSession.js';
 import { brief, FINAL_PHASES, type RunPhase, type TranscriptEntry } from '../run/transcript.js';
 import type { EditorStore } from '../store/editorStore.js';
+import { ComparePanel } from './ComparePanel.js';
 import { useDocVersion, useEditor, useKeyed } from './context.js';
 import { OpenedNote, RunHistory } from './RunHistory.js';
 import { Scrubber } from './Scrubber.js';
@@ -408,6 +409,7 @@ function LivePanel({ runs }: { runs: RunSession }) {
         </button>
       </form>
       <Scrubber runs={runs} />
+      <ComparePanel runs={runs} />
       {snap.problem && (
         <div className="sb-run-problem" role="alert" data-testid="run-problem">
           {snap.problem}

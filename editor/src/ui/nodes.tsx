@@ -72,6 +72,7 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
   const def = store.registry.get(data.kind);
   const run = useKeyed(store.runState.store, id);
   const breakpoint = useKeyed(store.runState.breakpoints, id);
+  const compared = useKeyed(store.runState.compare, id);
   const others = useKeyed(store.presence, id);
   const mark = useKeyed(store.marks, id);
   const link = useKeyed(store.links, id);
@@ -85,6 +86,7 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
     run.active ? 'sb-run-active' : '',
     run.status !== 'idle' ? `sb-run-${run.status}` : '',
     others ? 'sb-node-peer-selected' : '',
+    compared ? `sb-compare-${compared}` : '',
   ]
     .filter(Boolean)
     .join(' ');
@@ -102,6 +104,7 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
       data-run-status={run.status}
       data-run-active={run.active || undefined}
       data-breakpoint={breakpoint || undefined}
+      data-compare={compared || undefined}
       data-peers={peers.map((p) => p[0]).join(', ') || undefined}
       title={messages || undefined}
     >
