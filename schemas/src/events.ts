@@ -54,6 +54,43 @@ const Msg = Type.Object({
   content: Type.String(),
 });
 
+/**
+ * One message of a `model.request`. A body is stored once per log: a long body carries `h` (its
+ * content address) and its `content` only the first time the log holds it; a short body is
+ * always inline. `resolveModelRequest` (model-request.ts) rebuilds the full messages.
+ */
+const RequestMessage = Type.Object({
+  role: Type.Union([
+    Type.Literal('system'),
+    Type.Literal('user'),
+    Type.Literal('assistant'),
+    Type.Literal('tool'),
+  ]),
+  name: Type.Optional(Type.String()),
+  toolCallId: Type.Optional(Type.String()),
+  toolCalls: Type.Optional(
+    Type.Array(Type.Object({ id: Type.String(), name: Type.String(), arguments: Type.String() })),
+  ),
+  /** Content address of the body (see CONTENT_HASH in model-request.ts). */
+  h: Type.Optional(Type.String()),
+  content: Type.Optional(Type.String()),
+});
+
+/** `count` messages from index `from` of the messages of the earlier `model.request` at `seq`. */
+const RequestRef = Type.Object({
+  ref: Type.Integer({ minimum: 1 }),
+  from: Type.Integer({ minimum: 0 }),
+  count: Type.Integer({ minimum: 1 }),
+});
+
+const RequestTool = Type.Object({
+  name: Type.String(),
+  h: Type.String(),
+  /** Present the first time the log holds this tool's spec (by `h`). */
+  description: Type.Optional(Type.String()),
+  parameters: Type.Optional(Type.Unknown()),
+});
+
 export const EventSchemas = [
   ev('run.started', { flowId: Type.String(), input: Type.Unknown() }),
   ev('run.paused', { reason: Type.Optional(Type.String()) }),
@@ -71,6 +108,34 @@ export const EventSchemas = [
     turn: Type.Integer({ minimum: 1 }),
     usage: Usage,
     model: Type.Optional(Type.String()),
+  }),
+  ev('model.request', {
+    nodeId: Type.String(),
+    /** The run's turn the call belongs to (an observer's call: its subject's turn; 0: none). */
+    turn: Type.Integer({ minimum: 0 }),
+    /** The node's attempt at this turn (retries and guard rejections add one). */
+    attempt: Type.Integer({ minimum: 1 }),
+    /** The call's number within the attempt (tool rounds and repairs make more than one). */
+    call: Type.Integer({ minimum: 1 }),
+    /** The flow's model name, its provider, and the model it names. */
+    model: Type.String(),
+    provider: Type.Optional(Type.String()),
+    modelId: Type.Optional(Type.String()),
+    /** Sampling and limit parameters of the model config (temperature, maxTokens, …). */
+    params: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    tools: Type.Optional(Type.Array(RequestTool)),
+    responseFormat: Type.Optional(
+      Type.Object({
+        type: Type.Literal('json_schema'),
+        name: Type.String(),
+        h: Type.String(),
+        schema: Type.Optional(Type.Unknown()),
+      }),
+    ),
+    /** The messages sent, in order; runs of messages an earlier request sent too are references. */
+    messages: Type.Array(Type.Union([RequestMessage, RequestRef])),
+    /** Names of the `${env:…}` variables whose values were replaced by `[redacted:NAME]`. */
+    redacted: Type.Optional(Type.Array(Type.String())),
   }),
   ev('model.delta', { nodeId: Type.String(), text: Type.String() }),
   ev('model.completed', {
@@ -127,6 +192,9 @@ export type EventInput = RunEvent extends infer E
     : never
   : never;
 export type TokenUsage = Static<typeof Usage>;
+export type RequestMessageT = Static<typeof RequestMessage>;
+export type RequestRefT = Static<typeof RequestRef>;
+export type RequestToolT = Static<typeof RequestTool>;
 export type EventError = Static<typeof ErrorInfo>;
 
 /** Events that may be dropped under pressure; everything else is durable. */

@@ -56,6 +56,16 @@ export const ModelConfig = Type.Object(
     scriptFile: Type.Optional(Type.String()),
     /** Milliseconds a scripted reply takes, to simulate latency. */
     latencyMs: Type.Optional(Type.Number({ minimum: 0 })),
+    /** Prices per million tokens, in the currency the flow's users count in; shown as each node's cost. */
+    pricing: Type.Optional(
+      Type.Object(
+        {
+          input: Type.Number({ minimum: 0, description: 'Price of 1M input (prompt) tokens.' }),
+          output: Type.Number({ minimum: 0, description: 'Price of 1M output (completion) tokens.' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -173,7 +173,9 @@ describe('run session', { timeout: 120_000 }, () => {
     expect(await runs.command({ type: 'answer', nodeId: 'approval', answer: 'yes' })).toBe(true);
     await until(() => view().phase === 'paused', 'the breakpoint');
     expect(view().pauseReason).toBe('breakpoint at sender');
-    expect(store.runState.get('sender').status).toBe('idle');
+    // The node it stopped before has the glow and the paused status; the one before it, neither.
+    expect(store.runState.get('sender')).toEqual({ status: 'paused', active: true });
+    expect(store.runState.get('approval').active).toBe(false);
     expect(await runs.command({ type: 'resume' })).toBe(true);
     await until(() => view().phase === 'completed', 'completion');
     const rec = s.store.catalog.data.runs[runId!]!;

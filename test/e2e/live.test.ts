@@ -225,7 +225,11 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
     await page.getByTestId('answer-option-yes').click();
     await phase(page, 'paused');
     expect(await page.getByTestId('run-status').textContent()).toContain('breakpoint at sender');
-    expect(await page.getByTestId('node-sender').getAttribute('data-run-status')).toBe('idle');
+    // The glow and the pause badge are on the node the run stopped before.
+    expect(await page.getByTestId('node-sender').getAttribute('data-run-status')).toBe('paused');
+    expect(await page.getByTestId('node-sender').getAttribute('data-run-active')).toBe('true');
+    await page.getByTestId('node-paused-sender').waitFor(WAIT);
+    expect(await page.getByTestId('node-approval').getAttribute('data-run-active')).toBeNull();
     // A message injected while paused reaches the run's transcript.
     await page.getByTestId('inject-text').fill('Please keep it short.');
     await page.getByTestId('btn-inject').click();

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import {
   cannedReplies,
   type Ev,
+  expectRequestsMatch,
   indexOf,
   ofType,
   openaiFlow,
@@ -132,6 +133,7 @@ describe('Agent Ops Room', () => {
         dataDir: root.sub('openai'),
         allowLocalModels: true,
       });
+      expectRequestsMatch([run.events], fake);
       checkRoom(run);
       expect(run.events.some((e) => e.scripted)).toBe(false);
     });

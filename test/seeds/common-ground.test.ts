@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import {
   cannedReplies,
   type Ev,
+  expectRequestsMatch,
   handovers,
   indexOf,
   ofType,
@@ -125,6 +126,7 @@ describe('Common Ground research team', () => {
         dataDir: root.sub('openai'),
         allowLocalModels: true,
       });
+      expectRequestsMatch([run.events], fake);
       checkHierarchy(run);
       expect(run.events.some((e) => e.scripted)).toBe(false);
       expect(overlapped(run.events)).toBe(true);

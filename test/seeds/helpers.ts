@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Flow, RunEvent } from '@switchboard/schemas';
-import { afterAll } from 'vitest';
+import { resolveModelRequests } from '@switchboard/schemas/core';
+import { afterAll, expect } from 'vitest';
 import {
   assertEventsValid,
   assertSeqContiguous,
@@ -20,6 +21,7 @@ import {
 import type { RunHandle, RunOptions, RunResult } from '../../runtime/src/index.js';
 import { runFlow } from '../../runtime/src/index.js';
 import { TrustStore } from '../../runtime/src/mcp/trust.js';
+import { toOpenAIMessages } from '../../runtime/src/models/openai.js';
 import type { ScriptEntry } from '../../runtime/src/models/scripted.js';
 import {
   type CannedReply,
@@ -220,4 +222,23 @@ export function cannedReplies(
     replies.push({ when: { system: systemMarker(flow, id) }, reply: list });
   }
   return fallback ? { replies, fallback } : { replies };
+}
+
+/**
+ * Every `model.request` of the runs (one log each), resolved from the log and put in the wire format, equals a
+ * request the fake server received (byte for byte as JSON), one for one. Both sides are sorted:
+ * parallel branches may reach the server in another order than they were recorded.
+ */
+export function expectRequestsMatch(logs: ReadonlyArray<readonly RunEvent[]>, fake: FakeOpenAIServer): void {
+  const resolved = logs.flatMap((events) => resolveModelRequests(events));
+  expect(resolved.length).toBeGreaterThan(0);
+  expect(resolved.filter((r) => r.messages.some((m) => m.missing))).toEqual([]);
+  const recorded = resolved
+    .map((r) => JSON.stringify(toOpenAIMessages(r.messages as Parameters<typeof toOpenAIMessages>[0])))
+    .sort();
+  const received = fake.requests
+    .filter((r) => r.served === 'reply' && r.body?.messages)
+    .map((r) => JSON.stringify(r.body!.messages))
+    .sort();
+  expect(recorded).toEqual(received);
 }

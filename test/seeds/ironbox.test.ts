@@ -8,11 +8,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { Flow } from '@switchboard/schemas';
+import type { Flow, RunEvent } from '@switchboard/schemas';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createBuiltinServer } from '../../runtime/src/mcp/builtin/index.js';
 import {
   cannedReplies,
+  expectRequestsMatch,
   handovers,
   ofType,
   openaiFlow,
@@ -165,10 +166,12 @@ describe('IronBox router', () => {
       reply: { text: JSON.stringify({ choice: r.choice, reason: `fits ${r.choice}` }) },
     }));
     await withFakeOpenAI(cannedReplies(flow, byQuery), async (fake) => {
+      const logs: RunEvent[][] = [];
       for (const r of ROUTES) {
         const dataDir = root.sub(`openai-${r.choice}`);
         seedCluster(dataDir);
         const run = await runSeed(openaiFlow(flow, fake.url), r.query, { dataDir, allowLocalModels: true });
+        logs.push(run.events);
         checkRoute(run, r);
         expect(run.events.some((e) => e.scripted)).toBe(false);
       }
@@ -177,6 +180,7 @@ describe('IronBox router', () => {
         q.body?.tools?.some((t) => t.function.name === 'cluster-tools__search_files'),
       );
       expect(react).toBeDefined();
+      expectRequestsMatch(logs, fake);
     });
   });
 });

@@ -11,6 +11,7 @@ import { approveFlow } from '../../runtime/src/mcp/consent.js';
 import { TrustStore } from '../../runtime/src/mcp/trust.js';
 import {
   cannedReplies,
+  expectRequestsMatch,
   handovers,
   indexOf,
   ofType,
@@ -139,6 +140,7 @@ describe('rawko coding FSM', () => {
         answers: { 'ask-user': GUIDANCE },
         allowLocalModels: true,
       });
+      expectRequestsMatch([run.events], fake);
       checkRun(run);
       expect(run.events.some((e) => e.scripted)).toBe(false);
     });

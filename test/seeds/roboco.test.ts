@@ -9,6 +9,7 @@ import type { RunEvent } from '@switchboard/schemas';
 import { describe, expect, it } from 'vitest';
 import {
   cannedReplies,
+  expectRequestsMatch,
   indexOf,
   ofType,
   openaiFlow,
@@ -144,6 +145,7 @@ describe('RoboCo document writer', () => {
         answers: ANSWERS,
         allowLocalModels: true,
       });
+      expectRequestsMatch([run.events], fake);
       expect(run.result.status, JSON.stringify(run.result.error)).toBe('completed');
       expect(String(run.result.output)).toContain('DOCUMENT COMPLETE');
       expect(run.events.some((e) => e.scripted)).toBe(false);

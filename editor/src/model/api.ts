@@ -3,7 +3,7 @@
  * `Authorization: Bearer <token>` when the editor has the server's token (token.ts: taken from
  * the address the server printed, kept in this browser). With no server the editor works offline.
  */
-import type { Flow, Problem } from '@switchboard/schemas';
+import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 
 export interface FlowSummary {
   id: string;
@@ -32,6 +32,13 @@ export interface RunSummary {
   output?: unknown;
   error?: { code: string; message: string };
   scripted?: boolean;
+  /** Present in lists and gets: when it last changed, when it ended, what it used. */
+  updatedAt?: string;
+  endedAt?: string;
+  counters?: { turns: number; promptTokens: number; completionTokens: number; toolCalls: number };
+  /** A process of this server hosts it (it can take commands). */
+  live?: boolean;
+  source?: string;
 }
 
 /** A command to a live run, as `POST /api/runs/:id/commands` takes it. */
@@ -224,6 +231,22 @@ export class FlowApi {
   }
 
   /** The newest runs of a flow, newest first. */
+  /** A run's log (what is on the server's disk), read in pages from `after`. */
+  async runEvents(runId: string, after = 0): Promise<RunEvent[]> {
+    const out: RunEvent[] = [];
+    for (;;) {
+      const q = new URLSearchParams({ after: String(after), limit: '10000' });
+      const r = await this.call<{ events: RunEvent[] }>(
+        'GET',
+        `/api/runs/${encodeURIComponent(runId)}/events?${q}`,
+        'Reading the run',
+      );
+      for (const e of r.events) out.push(e);
+      if (r.events.length < 10000) return out;
+      after = r.events.at(-1)!.seq;
+    }
+  }
+
   async runsOf(flowId: string, limit = 1): Promise<RunSummary[]> {
     const q = new URLSearchParams({ flowId, limit: String(limit) });
     const r = await this.call<{ runs: RunSummary[] }>('GET', `/api/runs?${q}`, 'Listing runs');

@@ -148,6 +148,18 @@ export class RunEventsSocket {
     this.subscribe({ runId, after: this.durableSeq(runId) });
   }
 
+  /**
+   * One run whose events up to `seq` the client read elsewhere (its log, over REST): tracked as
+   * held and on disk up to there, live from there on. (A connection that sent a run once does
+   * not send it again, so a run given up on and opened again is read from its log.)
+   */
+  watchRunFrom(runId: string, seq: number): void {
+    this.last.set(runId, seq);
+    this.durable.set(runId, seq);
+    this.runs.add(runId);
+    this.subscribe({ runId, after: seq });
+  }
+
   /** Stops tracking a run: a later `watchRun` gets it again from its start. */
   forgetRun(runId: string): void {
     this.last.delete(runId);

@@ -1,10 +1,10 @@
 import { defaultRegistry } from '@switchboard/nodes';
 import type { RunEvent } from '@switchboard/schemas';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { FlowApi } from '../model/api.js';
+import type { FlowApi, RunSummary } from '../model/api.js';
 import { EditorStore } from '../store/editorStore.js';
 import { FakeSocket, frame } from '../testing/fakeSocket.js';
-import { RunSession } from './runSession.js';
+import { RunSession, STALE_MS } from './runSession.js';
 
 /** Events of run `r1` from seq `from` on, as the server's log holds them. */
 function events(list: Array<Record<string, unknown>>, from = 1): RunEvent[] {
@@ -57,17 +57,18 @@ afterEach(() => {
   for (const s of stores.splice(0)) s.dispose();
 });
 
-/** A session on fake sockets, watching flow `f`. */
-async function session(provisional?: boolean) {
+/** A session on fake sockets, watching flow `f` (whose runs the server lists as `runs`). */
+async function session(provisional?: boolean, runs: RunSummary[] = [], logs = new Map<string, RunEvent[]>()) {
   const sockets: FakeSocket[] = [];
   const api = {
     wsUrl: () => 'ws://server/api/ws',
     wsProtocols: () => [],
-    runsOf: async () => [],
+    runsOf: async () => runs,
+    runEvents: async (id: string) => logs.get(id) ?? [],
   } as unknown as FlowApi;
   const store = new EditorStore({ registry: defaultRegistry, validateDelay: 1 });
   stores.push(store);
-  const runs = new RunSession({
+  const session = new RunSession({
     api,
     store,
     provisional,
@@ -77,9 +78,9 @@ async function session(provisional?: boolean) {
       return s;
     },
   });
-  runs.start();
+  session.start();
   sockets[0]!.open();
-  await runs.watchFlow('f');
+  await session.watchFlow('f');
   const now = () => sockets.at(-1)!;
   /** The server closes the connection; the session reconnects on a new socket. */
   const reconnect = (): FakeSocket => {
@@ -88,7 +89,7 @@ async function session(provisional?: boolean) {
     now().open();
     return now();
   };
-  return { runs, store, now, reconnect };
+  return { runs: session, store, now, reconnect };
 }
 
 /** What the canvas and the run panel show. */
@@ -178,5 +179,69 @@ describe('RunSession with provisional events', () => {
       { type: 'subscribe', runId: 'r1', after: 10 },
     ]);
     expect(shown(x).view.lastSeq).toBe(10);
+  });
+});
+
+describe('RunSession: opening a flow', () => {
+  const run = (id: string, status: string, ageMs: number): RunSummary => {
+    const at = new Date(Date.now() - ageMs).toISOString();
+    return { id, flowId: 'f', status, createdAt: at, updatedAt: at, lastSeq: 3 };
+  };
+
+  it('shows the latest run when it is recent, and says so', async () => {
+    const { runs, now } = await session(true, [run('r1', 'running', 1000)]);
+    expect(runs.runId).toBe('r1');
+    expect(runs.getSnapshot().opened).toMatchObject({ runId: 'r1', how: 'latest' });
+    expect(now().sent.some((m) => (m as { runId?: string }).runId === 'r1')).toBe(true);
+  });
+
+  it("does not open on someone's stale run: it is announced and left in the history", async () => {
+    const { runs } = await session(true, [run('r1', 'waiting', STALE_MS + 60_000)]);
+    expect(runs.runId).toBeUndefined();
+    expect(runs.getSnapshot().opened).toBeUndefined();
+    expect(runs.getSnapshot().skipped).toMatchObject({ id: 'r1', status: 'waiting' });
+  });
+
+  it('opens a run of the history on the canvas from its log, then follows it live', async () => {
+    const log = events([
+      { type: 'run.started', flowId: 'f', input: 'hi' },
+      { type: 'node.started', nodeId: 'a' },
+      { type: 'node.completed', nodeId: 'a' },
+      { type: 'run.completed', output: 'x' },
+    ]).map((e) => ({ ...e, runId: 'r2' }));
+    const old = run('r2', 'completed', STALE_MS * 3);
+    const { runs, store, now } = await session(true, [old], new Map([['r2', log]]));
+    await runs.open(old);
+    expect(runs.getSnapshot().opened).toMatchObject({ runId: 'r2', how: 'history' });
+    // Asked the socket only for what comes after the log it read.
+    expect(now().sent.at(-1)).toEqual({ type: 'subscribe', runId: 'r2', after: 4, provisional: true });
+    expect(store.runState.get('a')).toEqual({ status: 'completed', active: false });
+    expect(store.runState.counters.get('a')).toMatchObject({ status: 'completed' });
+    expect(runs.events()).toHaveLength(4);
+  });
+});
+
+describe('RunSession: the playhead', () => {
+  it('shows the run as of an event, keeps taking events meanwhile, and goes back to live', async () => {
+    const x = await session(true);
+    const log = [...DURABLE, ...REDONE];
+    x.now().push(frame('r1', log.slice(0, 8), 8));
+    expect(x.runs.runId).toBe('r1');
+    x.runs.scrubTo(3);
+    expect(x.runs.getSnapshot().scrub).toBe(3);
+    expect(shown(x).activeNode).toBe('a');
+    expect(shown(x).nodes.b).toEqual({ status: 'idle', active: false });
+    expect(x.runs.getSnapshot().view.lastSeq).toBe(3);
+    // One event on: the handover.
+    x.runs.scrubTo(4);
+    expect(shown(x).activeEdge).toBe('e1');
+    // Events that arrive while the playhead is in the past change neither canvas nor view.
+    x.now().push(frame('r1', log.slice(8), 9));
+    expect(shown(x).activeNode).toBe('a');
+    expect(x.runs.getSnapshot().view.lastSeq).toBe(4);
+    x.runs.scrubTo(undefined);
+    expect(x.runs.getSnapshot().scrub).toBeUndefined();
+    expect(shown(x).activeNode).toBe('d');
+    expect(x.runs.getSnapshot().view.lastSeq).toBe(9);
   });
 });

@@ -15,9 +15,10 @@
  */
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 import { setOwn } from '@switchboard/schemas/core';
-import { ApiError, type FlowApi, type RunCommandBody } from '../model/api.js';
+import { ApiError, type FlowApi, type RunCommandBody, type RunSummary } from '../model/api.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { RunState } from '../store/runState.js';
+import { type Comparison, compareRuns } from './compare.js';
 import { type ConnectionState, RunEventsSocket, type SocketFactory } from './eventsSocket.js';
 import { EMPTY_VIEW, FINAL_PHASES, fold, type RunView } from './transcript.js';
 
@@ -30,6 +31,32 @@ export interface RunSnapshot {
   busy: boolean;
   /** The last thing that went wrong (a refused start, a command to a finished run). */
   problem?: string;
+  /** How many events of the followed run are held (`events()`): changes when the log does. */
+  logSize: number;
+  /**
+   * Why the followed run is shown when this editor did not start it: the flow's latest run when
+   * the flow was opened, or a run opened from the history.
+   */
+  opened?: { runId: string; how: 'latest' | 'history'; createdAt: string };
+  /** The flow's latest run when it was opened, not shown because it is old (see `isStale`). */
+  skipped?: RunSummary;
+  /** The playhead: canvas, counters, traces and transcript show the run as of this seq; absent = live. */
+  scrub?: number;
+  /** Two runs compared (their paths marked on the canvas). */
+  comparison?: Comparison;
+}
+
+/** A run untouched for this long is not opened unannounced, and one that waits is marked stale. */
+export const STALE_MS = 10 * 60_000;
+
+/** When a run last changed (ms), from what the server says. */
+export function lastChange(r: RunSummary): number {
+  return Date.parse(r.updatedAt ?? r.createdAt) || 0;
+}
+
+/** A run still open (waiting, paused, running) that nothing has moved for `STALE_MS`. */
+export function isStale(r: RunSummary, now = Date.now()): boolean {
+  return !['completed', 'failed', 'cancelled'].includes(r.status) && now - lastChange(r) > STALE_MS;
 }
 
 /** Scripted replies at interpreter speed finish a run in milliseconds; a pace makes it watchable. */
@@ -66,7 +93,12 @@ interface DurableState {
 
 export class RunSession {
   readonly socket: RunEventsSocket;
-  private snapshot: RunSnapshot = { view: EMPTY_VIEW, connection: 'closed', busy: false };
+  private snapshot: RunSnapshot = { view: EMPTY_VIEW, connection: 'closed', busy: false, logSize: 0 };
+  /** The followed run's events but streamed pieces (those live on the node faces), for traces. */
+  private log: RunEvent[] = [];
+  /** The followed run's view as of its last event (what `view` is when not scrubbing). */
+  private liveView: RunView = EMPTY_VIEW;
+  private scrubSeq: number | undefined;
   private readonly listeners = new Set<() => void>();
   private followed: string | undefined;
   /** `ts` of the followed run's `run.started`, to prefer the newest run of a flow. */
@@ -104,6 +136,11 @@ export class RunSession {
     return this.followed;
   }
 
+  /** The followed run's events (without `model.delta`), in seq order. Do not mutate. */
+  events(): readonly RunEvent[] {
+    return this.log;
+  }
+
   private update(patch: Partial<RunSnapshot>): void {
     this.snapshot = { ...this.snapshot, ...patch };
     for (const fn of this.listeners) fn();
@@ -127,13 +164,19 @@ export class RunSession {
     this.forgetFollowed();
     this.socket.forgetRuns();
     this.flowId = flowId;
-    this.update({ flowId, view: EMPTY_VIEW, problem: undefined });
+    this.update({ flowId, view: EMPTY_VIEW, problem: undefined, opened: undefined, skipped: undefined });
     this.socket.watchFlow(flowId);
     try {
       const [last] = await this.o.api.runsOf(flowId, 1);
       // Something newer may have started meanwhile; keep following that.
-      if (last && this.flowId === flowId && this.followed === undefined)
+      if (!last || this.flowId !== flowId || this.followed !== undefined) return;
+      // Someone's run from long ago (waiting for an answer nobody gives, paused, or long over)
+      // is not what a person opening the flow expects to see: it stays in the history, announced.
+      if (Date.now() - lastChange(last) > STALE_MS) this.update({ skipped: last });
+      else {
         this.follow(last.id, Date.parse(last.createdAt) || 0);
+        this.update({ opened: { runId: last.id, how: 'latest', createdAt: last.createdAt } });
+      }
     } catch {
       // No run list (older server, no token yet): live runs still arrive over the socket.
     }
@@ -144,19 +187,32 @@ export class RunSession {
     this.followed = undefined;
     this.followedSince = 0;
     this.tail = [];
+    this.log = [];
+    this.scrubSeq = undefined;
+    this.liveView = EMPTY_VIEW;
     this.o.store.runState.reset();
   }
 
-  private follow(runId: string, since: number): void {
+  /** `socket`: false when the caller reads the run's log itself (`open`). */
+  private follow(runId: string, since: number, socket = true): void {
     if (this.followed === runId) return;
     this.forgetFollowed();
     this.followed = runId;
     this.followedSince = since;
     const view: RunView = { ...EMPTY_VIEW, runId };
+    this.liveView = view;
     this.durable = { view, run: new RunState() };
     this.tail = [];
-    this.update({ view, problem: undefined });
-    this.socket.watchRun(runId);
+    this.o.store.runState.setModels(this.o.store.toFlow().models ?? {});
+    this.update({
+      view,
+      problem: undefined,
+      logSize: 0,
+      opened: undefined,
+      skipped: undefined,
+      scrub: undefined,
+    });
+    if (socket) this.socket.watchRun(runId);
   }
 
   private onEvents(runId: string, events: RunEvent[]): void {
@@ -171,10 +227,17 @@ export class RunSession {
       // This frame starts at the run's first event: the view is built from it.
     }
     const rs = this.o.store.runState;
-    for (const e of events) rs.applyRunEvent(e, e.runId === runId);
-    const view = fold(this.snapshot.view, runId, events, { maxEntries: this.o.maxEntries });
-    for (const e of events) this.tail.push(e);
-    this.update({ view });
+    // While the playhead is in the past the canvas stays there; going live rebuilds it.
+    if (this.scrubSeq === undefined) for (const e of events) rs.applyRunEvent(e, e.runId === runId);
+    const view = fold(this.liveView, runId, events, { maxEntries: this.o.maxEntries });
+    this.liveView = view;
+    for (const e of events) {
+      this.tail.push(e);
+      if (e.type !== 'model.delta') this.log.push(e);
+    }
+    this.update(
+      this.scrubSeq === undefined ? { view, logSize: this.log.length } : { logSize: this.log.length },
+    );
     this.settle(runId);
   }
 
@@ -190,7 +253,7 @@ export class RunSession {
     // All of it on disk (the usual case once the server has synced): the view just built is it.
     this.durable.view =
       this.tail.length === 0
-        ? this.snapshot.view
+        ? this.liveView
         : fold(this.durable.view, runId, done, { maxEntries: this.o.maxEntries });
   }
 
@@ -203,12 +266,122 @@ export class RunSession {
   private onRewind(runId: string, toSeq: number): void {
     if (runId !== this.followed) return;
     this.tail = this.tail.filter((e) => e.seq <= toSeq);
+    this.log = this.log.filter((e) => e.seq <= toSeq);
     // Built aside, then copied: only the nodes and edges that end up different re-render.
     const run = new RunState();
     run.restoreRun(this.durable.run);
     for (const e of this.tail) run.applyRunEvent(e, e.runId === runId);
+    this.liveView = fold(this.durable.view, runId, this.tail, { maxEntries: this.o.maxEntries });
+    if (this.scrubSeq !== undefined) {
+      this.update({ logSize: this.log.length });
+      return;
+    }
     this.o.store.runState.restoreRun(run);
-    this.update({ view: fold(this.durable.view, runId, this.tail, { maxEntries: this.o.maxEntries }) });
+    this.update({ view: this.liveView, logSize: this.log.length });
+  }
+
+  /**
+   * Moves the playhead: the canvas, counters, traces and transcript show the followed run as of
+   * event `seq` (its events without streamed pieces); undefined, or the last event, is live.
+   */
+  scrubTo(seq: number | undefined): void {
+    const runId = this.followed;
+    if (runId === undefined) return;
+    const last = this.log.at(-1)?.seq ?? 0;
+    const rs = this.o.store.runState;
+    if (seq === undefined || seq >= last) {
+      if (this.scrubSeq === undefined) return;
+      this.scrubSeq = undefined;
+      rs.restoreRun(this.stateAt(runId, last));
+      this.update({ view: this.liveView, scrub: undefined });
+      return;
+    }
+    this.scrubSeq = Math.max(0, seq);
+    rs.restoreRun(this.stateAt(runId, this.scrubSeq));
+    const view = fold({ ...EMPTY_VIEW, runId }, runId, this.prefix(this.scrubSeq), {
+      maxEntries: this.o.maxEntries,
+    });
+    this.update({ view, scrub: this.scrubSeq });
+  }
+
+  /** The held events up to `seq` (the log is in seq order). */
+  private prefix(seq: number): RunEvent[] {
+    let lo = 0;
+    let hi = this.log.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.log[mid]!.seq <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.log.slice(0, lo);
+  }
+
+  /** The canvas marks as of `seq`, built aside (restoring them notifies only what differs). */
+  private stateAt(runId: string, seq: number): RunState {
+    const run = new RunState();
+    run.setModels(this.o.store.toFlow().models ?? {});
+    for (const e of this.prefix(seq)) run.applyRunEvent(e, e.runId === runId);
+    return run;
+  }
+
+  /** Compares two runs of the flow: their paths on the canvas, per node output, tokens and time. */
+  async compare(a: string, b: string): Promise<void> {
+    try {
+      const [ea, eb] = await Promise.all([this.o.api.runEvents(a), this.o.api.runEvents(b)]);
+      const comparison = compareRuns(
+        { runId: a, events: ea },
+        { runId: b, events: eb },
+        this.o.store.toFlow().models ?? {},
+      );
+      this.o.store.runState.compare.replaceAll(new Map(comparison.nodes.map((n) => [n.nodeId, n.side])));
+      this.update({ comparison });
+    } catch (e) {
+      this.update({ problem: (e as Error).message });
+    }
+  }
+
+  endCompare(): void {
+    this.o.store.runState.compare.replaceAll(new Map());
+    this.update({ comparison: undefined });
+  }
+
+  /** The flow's runs, newest first (the history). */
+  async history(limit = 50): Promise<RunSummary[]> {
+    if (this.flowId === undefined) return [];
+    return this.o.api.runsOf(this.flowId, limit);
+  }
+
+  /**
+   * Shows a run of the history on the canvas: its path, counters and traces, from its log (read
+   * over REST), then live if it still goes.
+   */
+  async open(run: RunSummary): Promise<void> {
+    if (this.followed === run.id) return;
+    this.follow(run.id, Date.parse(run.createdAt) || 0, false);
+    const opened = { runId: run.id, how: 'history' as const, createdAt: run.createdAt };
+    this.update({ opened });
+    let events: RunEvent[];
+    try {
+      events = await this.o.api.runEvents(run.id);
+    } catch (e) {
+      if (this.followed === run.id) this.update({ problem: (e as Error).message });
+      return;
+    }
+    if (this.followed !== run.id) return;
+    this.socket.watchRunFrom(run.id, events.at(-1)?.seq ?? 0);
+    if (events.length > 0) this.onEvents(run.id, events);
+    this.update({ opened });
+  }
+
+  /** Cancels a run of the history (a stale one, waiting for nobody). */
+  async cancelRun(runId: string): Promise<boolean> {
+    try {
+      await this.o.api.command(runId, { type: 'cancel', reason: 'cancelled from the run history' });
+      return true;
+    } catch (e) {
+      this.update({ problem: (e as Error).message });
+      return false;
+    }
   }
 
   /** Starts the flow on the canvas with `input`; scripted replies take `paceMs` each. */

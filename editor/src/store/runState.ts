@@ -3,11 +3,15 @@
  * current run, which edge control last passed along, and where breakpoints are. Each node and
  * edge component subscribes to its own entry, so one run event re-renders at most two node
  * components (the node that stops being active and the one that becomes active), or two edges.
- * The live event stream feeds this store through `applyRunEvent`.
+ * The live event stream feeds this store through `applyRunEvent`. Per-node counters (turns,
+ * tokens, cost, time, failures, the reply being streamed) are a keyed store of their own, computed
+ * by the same function the server's `GET /api/runs/:id/nodes` uses.
  */
+import { NodeSummaries, type NodeSummary, type PricedModel, type RunEvent } from '@switchboard/schemas/core';
 import { KeyedStore } from './keyed.js';
 
-export type NodeRunStatus = 'idle' | 'running' | 'completed' | 'failed' | 'waiting';
+/** `paused`: the run stopped before this node (a breakpoint). */
+export type NodeRunStatus = 'idle' | 'running' | 'completed' | 'failed' | 'waiting' | 'paused';
 
 export interface NodeRunView {
   active: boolean;
@@ -26,6 +30,11 @@ export class RunState {
   readonly edges = new KeyedStore<EdgeRunView>('');
   /** Nodes a run pauses before (set by the person watching; sent with each run). */
   readonly breakpoints = new KeyedStore<boolean>(false);
+  /** Counters of each node that ran. */
+  readonly counters = new KeyedStore<NodeSummary | undefined>(undefined);
+  /** Two runs compared: which of them each node ran in ('' when no comparison is shown). */
+  readonly compare = new KeyedStore<'' | 'a' | 'b' | 'both'>('');
+  private summaries = new NodeSummaries();
   private activeId: string | undefined;
   private activeEdgeId: string | undefined;
 
@@ -76,12 +85,19 @@ export class RunState {
     return [...this.breakpoints.entries()].filter(([, on]) => on).map(([id]) => id);
   }
 
+  /** The flow's models (their prices make the cost counters). */
+  setModels(models: Readonly<Record<string, PricedModel>>): void {
+    this.summaries.setModels(models);
+  }
+
   /** Forgets the run: every node and edge back to idle (breakpoints stay). */
   reset(): void {
     this.activeId = undefined;
     this.activeEdgeId = undefined;
     this.store.replaceAll(new Map());
     this.edges.replaceAll(new Map());
+    this.summaries = new NodeSummaries();
+    this.counters.replaceAll(new Map());
   }
 
   /**
@@ -93,6 +109,8 @@ export class RunState {
     this.activeEdgeId = from.activeEdgeId;
     this.store.replaceAll(new Map(from.store.entries()));
     this.edges.replaceAll(new Map(from.edges.entries()));
+    this.summaries = from.summaries.clone();
+    this.counters.replaceAll(new Map(from.counters.entries()));
   }
 
   /**
@@ -101,6 +119,23 @@ export class RunState {
    * whose end does not end the run being watched.
    */
   applyRunEvent(ev: { type: string; nodeId?: string; edgeId?: string }, top = true): void {
+    if ((ev as RunEvent).seq !== undefined) {
+      this.summaries.add(ev as RunEvent);
+      if (ev.nodeId !== undefined) this.counters.set(ev.nodeId, this.summaries.get(ev.nodeId));
+      else if (RUN_END.has(ev.type) && top)
+        for (const n of this.summaries.list()) this.counters.set(n.nodeId, n);
+    }
+    if (ev.type === 'run.paused' && ev.nodeId !== undefined && top) {
+      // A breakpoint: the run stopped before this node, which gets the glow and the pause badge.
+      this.setActive(ev.nodeId);
+      this.setStatus(ev.nodeId, 'paused');
+      return;
+    }
+    if (ev.type === 'run.resumed') {
+      const at = this.activeId;
+      if (at !== undefined && this.get(at).status === 'paused') this.setStatus(at, 'idle');
+      return;
+    }
     // Control passing along a handover edge, or a delegation called through its edge.
     if (ev.type === 'handover' || (ev.type === 'tool.called' && ev.edgeId)) {
       if (ev.edgeId) this.setActiveEdge(ev.edgeId);

@@ -16,6 +16,7 @@ import { Presence } from './Presence.js';
 import { Problems } from './Problems.js';
 import { RunPanel } from './RunPanel.js';
 import { StorageBanner } from './StorageBanner.js';
+import { TracePanel } from './TracePanel.js';
 
 type Theme = 'light' | 'dark';
 type DialogName = 'gallery' | 'paste' | 'help' | 'save-as' | 'delete' | undefined;
@@ -279,6 +280,9 @@ export function App(props: Omit<EditorServices, 'toast'>) {
                 className="sb-side"
                 aria-label={sel.nodes.length || sel.edges.length ? 'Inspector' : 'Flow settings'}
               >
+                {props.runs && sel.nodes.length === 1 && sel.edges.length === 0 && (
+                  <TracePanel runs={props.runs} nodeId={sel.nodes[0]!} />
+                )}
                 <Inspector />
               </aside>
             </div>

@@ -8,7 +8,10 @@ import { memo, useEffect, useLayoutEffect, useRef, useState, useSyncExternalStor
 import type { RunSession, RunSnapshot } from '../run/runSession.js';
 import { brief, FINAL_PHASES, type RunPhase, type TranscriptEntry } from '../run/transcript.js';
 import type { EditorStore } from '../store/editorStore.js';
+import { ComparePanel } from './ComparePanel.js';
 import { useDocVersion, useEditor, useKeyed } from './context.js';
+import { OpenedNote, RunHistory } from './RunHistory.js';
+import { Scrubber } from './Scrubber.js';
 
 const PACES: Array<[number, string]> = [
   [0, 'instant'],
@@ -270,7 +273,8 @@ function LivePanel({ runs }: { runs: RunSession }) {
 
   const v = snap.view;
   const phase: RunPhase = snap.busy && v.phase === 'idle' ? 'starting' : v.phase;
-  const live = !!v.runId && phase !== 'idle' && !FINAL_PHASES.has(phase);
+  // At a past point of the timeline the view is history: commands wait until it is live again.
+  const live = !!v.runId && phase !== 'idle' && !FINAL_PHASES.has(phase) && snap.scrub === undefined;
   const cmd = (type: 'pause' | 'resume' | 'step' | 'cancel') => () => void runs.command({ type });
   return (
     <section
@@ -375,6 +379,8 @@ function LivePanel({ runs }: { runs: RunSession }) {
         </button>
         <span className="sb-sep" />
         <BreakpointToggle runs={runs} />
+        <RunHistory runs={runs} />
+        <OpenedNote runs={runs} />
         <span className="sb-spacer" />
         {v.runId && (
           <span className="sb-help" title={v.runId}>
@@ -402,6 +408,8 @@ function LivePanel({ runs }: { runs: RunSession }) {
           {open ? '▾' : '▴'}
         </button>
       </form>
+      <Scrubber runs={runs} />
+      <ComparePanel runs={runs} />
       {snap.problem && (
         <div className="sb-run-problem" role="alert" data-testid="run-problem">
           {snap.problem}

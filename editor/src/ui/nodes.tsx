@@ -10,6 +10,7 @@ import { type CSSProperties, memo } from 'react';
 import type { SbNode } from '../store/editorStore.js';
 import { countRender } from './bench.js';
 import { useEditor, useKeyed } from './context.js';
+import { NodeCounters } from './NodeCounters.js';
 
 const SIDE: Record<PortSpec['side'], Position> = {
   top: Position.Top,
@@ -71,6 +72,7 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
   const def = store.registry.get(data.kind);
   const run = useKeyed(store.runState.store, id);
   const breakpoint = useKeyed(store.runState.breakpoints, id);
+  const compared = useKeyed(store.runState.compare, id);
   const others = useKeyed(store.presence, id);
   const mark = useKeyed(store.marks, id);
   const link = useKeyed(store.links, id);
@@ -84,6 +86,7 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
     run.active ? 'sb-run-active' : '',
     run.status !== 'idle' ? `sb-run-${run.status}` : '',
     others ? 'sb-node-peer-selected' : '',
+    compared ? `sb-compare-${compared}` : '',
   ]
     .filter(Boolean)
     .join(' ');
@@ -101,6 +104,7 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
       data-run-status={run.status}
       data-run-active={run.active || undefined}
       data-breakpoint={breakpoint || undefined}
+      data-compare={compared || undefined}
       data-peers={peers.map((p) => p[0]).join(', ') || undefined}
       title={messages || undefined}
     >
@@ -127,7 +131,18 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
         <span className="sb-node-title">{titleOf(id, data)}</span>
         <span className="sb-node-kind">{def?.display.label ?? `unknown kind "${data.kind}"`}</span>
       </div>
+      {run.status === 'paused' && (
+        <span
+          className="sb-node-paused"
+          data-testid={`node-paused-${id}`}
+          role="img"
+          aria-label="The run is paused before this node"
+        >
+          ⏸ paused here
+        </span>
+      )}
       {summary && <div className="sb-node-summary">{summary}</div>}
+      <NodeCounters id={id} />
       {link && <div className="sb-node-links">{link}</div>}
       {severity && (
         <div

@@ -26,6 +26,7 @@ describe('engine: chains', () => {
       'handover@start',
       'node.started@writer',
       'turn.started@writer',
+      'model.request@writer',
       'model.delta@writer',
       'model.delta@writer',
       'model.completed@writer',

@@ -148,7 +148,7 @@ describe('commands', () => {
     h.send({ type: 'breakpoint', nodeId: 'a3', on: false });
     await h.result;
     const i = events.findIndex((e) => e.type === 'run.paused');
-    expect(events[i]).toMatchObject({ reason: 'breakpoint at a2' });
+    expect(events[i]).toMatchObject({ reason: 'breakpoint at a2', nodeId: 'a2' });
     expect(events[i + 1]!.type).toBe('run.resumed');
     expect(events[i + 2]).toMatchObject({ type: 'node.started', nodeId: 'a2' });
     expect(events.filter((e) => e.type === 'run.paused')).toHaveLength(1);

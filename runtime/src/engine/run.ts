@@ -59,6 +59,7 @@ import { Cancelled, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
 import { compileFlow, type GEdge, type GNode, type Graph, joinNode } from './graph.js';
 import { DEFAULT_MAX_STEPS, MAX_DELEGATION_DEPTH } from './limits.js';
+import { flowSecrets, RequestRecorder } from './request-log.js';
 import {
   type CheckpointData,
   type Cursor,
@@ -159,6 +160,8 @@ export class Run {
     NO_ENTRIES;
   private acpFlow: FlowBehavior | undefined;
   private nestedCount = 0;
+  /** Writes the `model.request` events; made on the run's first model call. */
+  private recorder: RequestRecorder | undefined;
   /**
    * Whether an inbox item or a handover floor was ever set in this run (a resumed run may carry
    * some): until then a step does not look its node up in those tables.
@@ -562,7 +565,8 @@ export class Run {
     return undefined;
   }
 
-  private async pauseNow(cx: Ctx, reason: string): Promise<void> {
+  /** `nodeId`: the node the run stops before (a breakpoint), named in run.paused. */
+  private async pauseNow(cx: Ctx, reason: string, nodeId?: string): Promise<void> {
     if (!this.pauseGate) {
       let resolve!: () => void;
       const promise = new Promise<void>((r) => {
@@ -571,7 +575,10 @@ export class Run {
       this.pauseGate = { promise, resolve };
       this.pauseRequested = false;
       this.status = 'paused';
-      this.emit(cx, { type: 'run.paused', reason });
+      this.emit(
+        cx,
+        nodeId === undefined ? { type: 'run.paused', reason } : { type: 'run.paused', nodeId, reason },
+      );
       await this.checkpoint(cx);
       await promise;
       if (this.stop) throw this.stop;
@@ -739,15 +746,37 @@ export class Run {
     const cx = nc.cx;
     const provider = this.provider(name, nc.node.id);
     const nodeId = nc.node.id;
+    this.recordRequest(nc, name, call);
     const req: ModelRequest = { nodeId, messages: call.messages, signal: this.signal };
     if (call.tools) req.tools = call.tools;
     if (call.jsonSchema) req.jsonSchema = call.jsonSchema;
     req.onDelta = (text) => this.emit(cx, { type: 'model.delta', nodeId, text });
+    // A provider that asks again with corrections appended sends other messages: a request of its own.
+    const sent = call.messages.length;
+    req.onCorrection = (c) => {
+      const messages = call.messages.slice(0, sent);
+      for (const content of c) messages.push({ role: 'user', content });
+      this.recordRequest(nc, name, { ...call, messages });
+    };
     req.onRetry = (i) =>
       this.emit(cx, { type: 'model.retry', nodeId, attempt: i.attempt, delayMs: i.delayMs, cause: i.cause });
     const done = provider.complete(req);
     if (then === undefined) return done.then((res) => this.modelReplied(nc, res) as T, this.rethrowStop);
     return done.then((res) => then(this.modelReplied(nc, res)), this.rethrowStop);
+  }
+
+  /** The `model.request` event of a call about to be made: what is sent, secrets redacted. */
+  private recordRequest(nc: NodeCtx, name: string, call: ModelCall): void {
+    if (this.ended) return;
+    if (this.recorder === undefined) {
+      const env = this.options.env ?? (typeof process !== 'undefined' ? process.env : {});
+      this.recorder = new RequestRecorder(this.flow.models, flowSecrets(this.flow, env));
+    }
+    const nodeId = nc.node.id;
+    const ctx = { nodeId, turn: nc.turn, attempt: nc.attempt, call: ++nc.calls, model: name };
+    const e = this.recorder.build(ctx, call);
+    this.emit(nc.cx, e);
+    if (typeof e.seq === 'number') this.recorder.sent(nodeId, e.seq, call.messages);
   }
 
   private modelReplied(nc: NodeCtx, res: ModelReply): ModelReply {
@@ -1099,6 +1128,7 @@ export class Run {
         const beh = this.flowBehavior(node);
         const turn = this.beginNode(cx, node);
         const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
+        nc.turn = turn;
         let o: Outcome | undefined;
         let failed: Failed | undefined;
         for (let attempt = 1; ; attempt++) {
@@ -1332,10 +1362,11 @@ export class Run {
   /** Runs one node: events, observers, retries, commit. Returns its outcome or its failure. */
   private async execute(cx: Ctx, cur: Cursor, node: GNode): Promise<Outcome | Failed> {
     if (this.breakpoints.size > 0 && this.breakpoints.has(node.id))
-      await this.pauseNow(cx, `breakpoint at ${node.id}`);
+      await this.pauseNow(cx, `breakpoint at ${node.id}`, node.id);
     const beh = this.flowBehavior(node);
     const turn = this.beginNode(cx, node);
     const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
+    nc.turn = turn;
     let outcome: Outcome | undefined;
     // Guard rejections per observer, for this node's attempts; only agents with observers need it.
     let rejections: Map<string, number> | undefined;
@@ -1862,6 +1893,7 @@ export class Run {
     const llm = speaker?.strategy === 'llm';
     const turn = llm ? ++cx.data.counters.turns : 0;
     if (llm) this.emit(cx, { type: 'turn.started', nodeId: team.id, turn });
+    tc.turn = turn;
     const next = await (team.behavior as TeamBehavior).nextSpeaker(tc);
     if (llm) this.turnCompleted(cx, tc, turn);
     if ('done' in next) {
@@ -1957,6 +1989,10 @@ class BoundModel implements ModelPort {
 export class NodeCtx implements NodeContext {
   promptTokens = 0;
   completionTokens = 0;
+  /** The run's turn this execution belongs to (0: none), the attempt at it, model calls in the attempt. */
+  turn = 0;
+  attempt = 1;
+  calls = 0;
   modelName: string | undefined;
   extraInbox: InboxItem[] = [];
   inboxTaken: readonly InboxItem[];
@@ -2012,7 +2048,10 @@ export class NodeCtx implements NodeContext {
     };
   }
   /** Before a retried attempt: usage of the failed attempt still counts, extra inbox items stay. */
-  resetTurn(): void {}
+  resetTurn(): void {
+    this.attempt++;
+    this.calls = 0;
+  }
 
   // RunView
   get runId(): string {
@@ -2107,6 +2146,7 @@ class ObserverCtx extends NodeCtx implements ObserverContext {
   ) {
     super(engine, cx, observer, [], { at: null, scopes: [rootScope(0)] });
     this.subject = subject.node.id;
+    this.turn = subject.turn;
     if (o?.message) this.pending = o.message;
     else if (phase === 'before') {
       const read = turnInput(subject);

@@ -287,15 +287,17 @@ class OpenAIProvider implements ModelProvider {
     if (request.signal.aborted)
       throw new ModelError('cancelled', `${label}: cancelled`, 0, 'the run was cancelled');
     return withAnswerRetry(
-      (corrections) =>
-        withTransportRetry(() => this.attempt(request, corrections), {
+      (corrections) => {
+        if (corrections.length > 0) request.onCorrection?.(corrections);
+        return withTransportRetry(() => this.attempt(request, corrections), {
           policy: this.retry,
           signal: request.signal,
           classify: classifyOpenAIError,
           onRetry: request.onRetry,
           counter,
           label,
-        }),
+        });
+      },
       {
         maxAnswerRetries: this.maxAnswerRetries,
         check: (answer) => this.checkFinal(answer, request, label, counter.attempts),

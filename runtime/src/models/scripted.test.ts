@@ -144,4 +144,35 @@ describe('scripted provider', () => {
     expect(() => defaultModelFactory('m', { provider: 'nope' }, ctx)).toThrow('unknown provider "nope"');
     expect(defaultModelFactory('m', { provider: 'openai', model: 'x' }, ctx).scripted).toBe(false);
   });
+
+  it('with latency, streams the deltas over the reply time instead of all at the end', async () => {
+    const p = new ScriptedProvider(
+      parseScript([{ text: 'one two three', deltas: ['one ', 'two ', 'three'] }], 's'),
+      {
+        latencyMs: 200,
+      },
+    );
+    const start = performance.now();
+    const at: Array<[string, number]> = [];
+    const r = await p.complete(req('a', { onDelta: (d) => at.push([d, performance.now() - start]) }));
+    const end = performance.now() - start;
+    expect(at.map(([d]) => d).join('')).toBe(r.text);
+    // The first piece well before the reply, each later than the one before, all before the reply.
+    expect(at[0]![1]).toBeLessThan(end - 60);
+    for (let i = 1; i < at.length; i++) expect(at[i]![1]).toBeGreaterThanOrEqual(at[i - 1]![1]);
+    expect(at.at(-1)![1]).toBeLessThanOrEqual(end);
+  });
+
+  it('a cancelled streaming reply sends no more pieces', async () => {
+    const p = new ScriptedProvider(parseScript([{ text: 'ab', deltas: ['a', 'b'] }], 's'), {
+      latencyMs: 150,
+    });
+    const ac = new AbortController();
+    const got: string[] = [];
+    const done = p.complete(req('a', { signal: ac.signal, onDelta: (d) => got.push(d) }));
+    setTimeout(() => ac.abort(), 70);
+    await expect(done).rejects.toMatchObject({ code: 'cancelled' });
+    await new Promise((r) => setTimeout(r, 150));
+    expect(got).toEqual(['a']);
+  });
 });

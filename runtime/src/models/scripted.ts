@@ -22,7 +22,8 @@
  *   "usage": { "promptTokens": 10, "completionTokens": 5 }, // default: a rough count of the text
  *   "finishReason": "stop",      // default "tool_calls" when there are tool calls, else "stop"
  *   "latencyMs": 50,             // overrides the model's latencyMs for this reply
- *   "deltas": ["Here ", "is…"],  // optional streamed pieces (model.delta events); default: none
+ *   "deltas": ["Here ", "is…"],  // optional streamed pieces (model.delta events), spread evenly over
+ *                                // the reply's latency (all at once without one); default: none
  *   "error": { "code": "server_error", "message": "boom" }, // fail this call with a ModelError
  *   "repeat": 3,                 // serve this entry this many times (true: forever) before moving on
  *   "fallback": true             // never consumed: used when nothing else matches
@@ -219,14 +220,22 @@ export class ScriptedProvider implements ModelProvider {
       }
     }
     return new Promise<ModelResponse>((resolvePromise, reject) => {
+      // The pieces arrive while the reply is being "generated", as a streaming model sends them.
+      const pieces = request.onDelta && entry.deltas && !entry.error ? entry.deltas : undefined;
+      const pieceTimers = pieces
+        ? pieces.map((d, k) =>
+            setTimeout(() => request.onDelta!(d), (latency * (k + 1)) / (pieces.length + 1)),
+          )
+        : [];
       const onAbort = () => {
         clearTimeout(timer);
+        for (const t of pieceTimers) clearTimeout(t);
         reject(new ModelError('cancelled', 'the model call was cancelled', 1));
       };
       const timer = setTimeout(() => {
         request.signal.removeEventListener('abort', onAbort);
         try {
-          resolvePromise(this.reply(entry, request));
+          resolvePromise(this.reply(entry, request, pieces !== undefined));
         } catch (e) {
           reject(e);
         }
@@ -235,7 +244,7 @@ export class ScriptedProvider implements ModelProvider {
     });
   }
 
-  private reply(entry: ScriptEntry, request: ModelRequest): ModelResponse {
+  private reply(entry: ScriptEntry, request: ModelRequest, streamed = false): ModelResponse {
     if (entry.error)
       throw new ModelError(
         entry.error.code ?? 'server_error',
@@ -250,7 +259,7 @@ export class ScriptedProvider implements ModelProvider {
       arguments: tc.arguments ?? JSON.stringify(tc.args ?? {}),
     }));
     // Streaming is simulated only when the script gives pieces; a plain reply arrives whole.
-    if (request.onDelta && entry.deltas) for (const d of entry.deltas) request.onDelta(d);
+    if (request.onDelta && entry.deltas && !streamed) for (const d of entry.deltas) request.onDelta(d);
     return {
       text,
       toolCalls,

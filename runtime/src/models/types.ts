@@ -24,6 +24,12 @@ export interface ModelRequest {
   onDelta?: (text: string) => void;
   /** Called before each transport retry. */
   onRetry?: (info: { attempt: number; delayMs: number; cause: string }) => void;
+  /**
+   * Called before the provider asks again with correcting user messages appended to `messages`
+   * (an answer it could not use: invalid JSON, a truncated tool call), so the call is recorded
+   * with what is really sent.
+   */
+  onCorrection?: (corrections: readonly string[]) => void;
 }
 
 export interface TokenCount {

@@ -2,7 +2,7 @@
  * Runs: start (a stored flow or an inline one, input, models override), list with filters,
  * get, events after a seq, and commands.
  */
-import { type Flow, MAX_ID_LENGTH, type ModelConfigT } from '@switchboard/schemas';
+import { type Flow, MAX_ID_LENGTH, type ModelConfigT, summarizeNodes } from '@switchboard/schemas';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { RunCommand } from '../engine/types.js';
 import { RUN_STATUSES } from '../store/catalog.js';
@@ -227,6 +227,26 @@ export function registerRunRoutes(
       const r = getRun(req.params.id);
       const events = store.readEvents(r.id, req.query.after ?? 0, req.query.limit ?? 1000);
       return { runId: r.id, status: r.status, events, lastSeq: events.at(-1)?.seq ?? req.query.after ?? 0 };
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/api/runs/:id/nodes',
+    {
+      schema: {
+        summary:
+          'Per-node counters of a run, from its log: status, turns, model calls, tokens, cost (priced models), time, failures',
+        params: runParams,
+      },
+    },
+    async (req) => {
+      const r = getRun(req.params.id);
+      const spec = await store.readSpec(r.id).catch(() => undefined);
+      const events = store.readEvents(r.id);
+      const live = runs.isLive(r.id);
+      // A live run's running nodes count time up to now; a finished one's, up to its last event.
+      const nodes = summarizeNodes(events, spec?.flow.models ?? {}, live ? Date.now() : undefined);
+      return { runId: r.id, status: r.status, lastSeq: events.at(-1)?.seq ?? 0, nodes };
     },
   );
 

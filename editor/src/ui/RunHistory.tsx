@@ -1,0 +1,182 @@
+/**
+ * The flow's runs, newest first: status, when, how long, tokens; filterable by status. Runs that
+ * wait or are paused with nothing moving for a while are marked stale and can be cancelled; any
+ * run opens on the canvas (its path, counters and traces, from its log). Also the line that says
+ * which run the canvas shows when this editor did not start it.
+ */
+import { useCallback, useEffect, useState, useSyncExternalStore } from 'react';
+import type { RunSummary } from '../model/api.js';
+import { isStale, lastChange, type RunSession } from '../run/runSession.js';
+import { formatMs, formatTokens } from './NodeCounters.js';
+
+const FILTERS = ['all', 'completed', 'failed', 'cancelled', 'waiting', 'paused', 'running', 'interrupted'];
+
+export function ago(iso: string, now = Date.now()): string {
+  const ms = now - (Date.parse(iso) || now);
+  if (ms < 60_000) return 'just now';
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min ago`;
+  if (ms < 86_400_000) return `${Math.round(ms / 3_600_000)} h ago`;
+  return new Date(iso).toLocaleString();
+}
+
+function duration(r: RunSummary): string {
+  const start = Date.parse(r.createdAt) || 0;
+  const end = r.endedAt ? Date.parse(r.endedAt) : lastChange(r);
+  return formatMs(Math.max(0, end - start));
+}
+
+/** Which run the canvas shows, when this editor did not start it; or the old run it did not open. */
+export function OpenedNote({ runs }: { runs: RunSession }) {
+  const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
+  if (snap.opened)
+    return (
+      <span className="sb-run-opened" data-testid="run-opened" data-how={snap.opened.how}>
+        {snap.opened.how === 'latest' ? 'Latest run' : 'Past run'}, started {ago(snap.opened.createdAt)}
+      </span>
+    );
+  if (snap.skipped)
+    return (
+      <span className="sb-run-opened" data-testid="run-skipped" title={snap.skipped.id}>
+        Last run ({snap.skipped.status}, {ago(snap.skipped.updatedAt ?? snap.skipped.createdAt)}) not shown:
+        see History
+      </span>
+    );
+  return null;
+}
+
+export function RunHistory({ runs }: { runs: RunSession }) {
+  const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
+  const [open, setOpen] = useState(false);
+  const [list, setList] = useState<RunSummary[] | undefined>();
+  const [filter, setFilter] = useState('all');
+  const [error, setError] = useState<string | undefined>();
+  /** Runs ticked for comparison, in the order ticked (A, then B). */
+  const [picked, setPicked] = useState<string[]>([]);
+  const load = useCallback(() => {
+    runs.history().then(
+      (l) => {
+        setList(l);
+        setError(undefined);
+      },
+      (e: Error) => setError(e.message),
+    );
+  }, [runs]);
+  // Reloaded when opened, and when the run shown changes or ends.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the phase and run id say when the list is stale
+  useEffect(() => {
+    if (open) load();
+  }, [open, load, snap.view.runId, snap.view.phase]);
+  const now = Date.now();
+  const shown = (list ?? []).filter((r) => filter === 'all' || r.status === filter);
+  return (
+    <span className="sb-history-wrap">
+      <button
+        type="button"
+        data-testid="btn-history"
+        aria-expanded={open}
+        onClick={() => setOpen(!open)}
+        title="The runs of this flow"
+      >
+        History
+      </button>
+      {open && (
+        <div className="sb-history" data-testid="run-history" role="dialog" aria-label="Runs of this flow">
+          <div className="sb-history-head">
+            <strong>Runs of this flow</strong>
+            <select
+              data-testid="history-filter"
+              aria-label="Show runs by status"
+              value={filter}
+              onChange={(e) => setFilter(e.target.value)}
+            >
+              {FILTERS.map((f) => (
+                <option key={f} value={f}>
+                  {f}
+                </option>
+              ))}
+            </select>
+            <button
+              type="button"
+              data-testid="btn-compare"
+              disabled={picked.length !== 2}
+              title="Tick two runs to compare them"
+              onClick={() => void runs.compare(picked[0]!, picked[1]!)}
+            >
+              Compare
+            </button>
+            <button type="button" onClick={load} title="Reload the list">
+              ↻
+            </button>
+            <button type="button" onClick={() => setOpen(false)} aria-label="Close the history">
+              ×
+            </button>
+          </div>
+          {error && <div className="sb-run-problem">{error}</div>}
+          {list && shown.length === 0 && (
+            <div className="sb-help">No runs{filter === 'all' ? '' : ` ${filter}`}.</div>
+          )}
+          <ol className="sb-history-list">
+            {shown.map((r) => {
+              const stale = isStale(r, now);
+              const cancellable =
+                r.live === true && ['waiting', 'paused', 'running', 'pending'].includes(r.status);
+              const tokens = r.counters ? r.counters.promptTokens + r.counters.completionTokens : undefined;
+              return (
+                <li
+                  key={r.id}
+                  className={`sb-history-run${r.id === snap.view.runId ? ' sb-history-shown' : ''}`}
+                  data-testid="history-run"
+                  data-run-id={r.id}
+                  data-status={r.status}
+                  data-stale={stale || undefined}
+                >
+                  <input
+                    type="checkbox"
+                    data-testid="history-pick"
+                    aria-label="Compare this run"
+                    checked={picked.includes(r.id)}
+                    onChange={(e) =>
+                      setPicked((p) =>
+                        e.target.checked
+                          ? [...p.filter((x) => x !== r.id), r.id].slice(-2)
+                          : p.filter((x) => x !== r.id),
+                      )
+                    }
+                  />
+                  <span className={`sb-run-status sb-phase-${r.status}`}>{r.status}</span>
+                  {stale && (
+                    <span className="sb-history-stale" title="Nothing has moved in this run for a while">
+                      stale
+                    </span>
+                  )}
+                  <span title={r.createdAt}>{ago(r.createdAt, now)}</span>
+                  <span>{duration(r)}</span>
+                  {tokens !== undefined && <span>{formatTokens(tokens)} tokens</span>}
+                  {r.source && r.source !== 'api' && <span>via {r.source}</span>}
+                  <span className="sb-spacer" />
+                  <button
+                    type="button"
+                    data-testid="history-open"
+                    disabled={r.id === snap.view.runId}
+                    onClick={() => void runs.open(r)}
+                  >
+                    Open
+                  </button>
+                  {cancellable && (
+                    <button
+                      type="button"
+                      data-testid="history-cancel"
+                      onClick={() => void runs.cancelRun(r.id).then(load)}
+                    >
+                      Cancel
+                    </button>
+                  )}
+                </li>
+              );
+            })}
+          </ol>
+        </div>
+      )}
+    </span>
+  );
+}

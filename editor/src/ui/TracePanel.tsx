@@ -1,0 +1,151 @@
+/**
+ * The selected node's trace in the followed run (during or after it): every turn with the
+ * messages sent, the reply, tool calls, decisions, observers, retries and errors; each part
+ * copyable as JSON. Shown above the node's form while a run has something for the node.
+ */
+import type { ResolvedRequest } from '@switchboard/schemas/core';
+import { useMemo, useState, useSyncExternalStore } from 'react';
+import type { RunSession } from '../run/runSession.js';
+import { nodeTrace, type TracePart, type TraceTurn } from '../run/trace.js';
+import { useEditor, useKeyed } from './context.js';
+
+function copy(data: unknown, toast: (t: string) => void): void {
+  const text = JSON.stringify(data, null, 2);
+  const done = () => toast('Copied as JSON');
+  if (navigator.clipboard?.writeText)
+    navigator.clipboard.writeText(text).then(done, () => toast('Copy failed'));
+}
+
+function CopyButton({ data, testid }: { data: unknown; testid: string }) {
+  const { toast } = useEditor();
+  return (
+    <button
+      type="button"
+      className="sb-trace-copy"
+      data-testid={testid}
+      title="Copy as JSON"
+      aria-label="Copy as JSON"
+      onClick={() => copy(data, toast)}
+    >
+      JSON
+    </button>
+  );
+}
+
+function Messages({ request }: { request: ResolvedRequest }) {
+  return (
+    <ol className="sb-trace-messages">
+      {request.messages.map((m, i) => (
+        <li
+          // biome-ignore lint/suspicious/noArrayIndexKey: a request's messages never change
+          key={i}
+          className={`sb-trace-msg sb-trace-${m.role}`}
+          data-testid="trace-message"
+          data-role={m.role}
+        >
+          <span className="sb-trace-role">
+            {m.role}
+            {m.name ? ` · ${m.name}` : ''}
+            {m.toolCallId ? ` · ${m.toolCallId}` : ''}
+          </span>
+          <pre>{m.missing ? '(not in the log)' : m.content}</pre>
+          {m.toolCalls?.map((c) => (
+            <pre key={c.id} className="sb-trace-call">
+              {`${c.name}(${c.arguments})`}
+            </pre>
+          ))}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function Part({ part }: { part: TracePart }) {
+  const [open, setOpen] = useState(part.kind === 'request' || part.kind === 'reply' || part.kind === 'error');
+  const d = part.data as Record<string, unknown>;
+  return (
+    <li className={`sb-trace-part sb-trace-${part.kind}`} data-testid="trace-part" data-kind={part.kind}>
+      <div className="sb-trace-part-head">
+        <button type="button" className="sb-trace-toggle" aria-expanded={open} onClick={() => setOpen(!open)}>
+          {open ? '▾' : '▸'} {part.title}
+        </button>
+        <CopyButton data={part.data} testid={`trace-copy-${part.seq}`} />
+      </div>
+      {open &&
+        (part.kind === 'request' ? (
+          <Messages request={part.data as ResolvedRequest} />
+        ) : part.kind === 'reply' ? (
+          <pre className="sb-trace-text">{String(d.text ?? '')}</pre>
+        ) : (
+          <pre className="sb-trace-text">{JSON.stringify(part.data, null, 2)}</pre>
+        ))}
+    </li>
+  );
+}
+
+function Turn({ turn, index }: { turn: TraceTurn; index: number }) {
+  const ms = turn.endedAt !== undefined ? turn.endedAt - turn.startedAt : undefined;
+  return (
+    <section className="sb-trace-turn" data-testid="trace-turn" data-status={turn.status}>
+      <header className="sb-trace-turn-head">
+        <strong>{turn.turn !== undefined ? `Turn ${turn.turn}` : `Call ${index + 1}`}</strong>
+        <span className={`sb-trace-meta sb-trace-status sb-trace-status-${turn.status}`}>{turn.status}</span>
+        {ms !== undefined && <span className="sb-trace-meta">{ms} ms</span>}
+        <CopyButton data={turn} testid={`trace-copy-turn-${turn.key}`} />
+      </header>
+      <ul className="sb-trace-parts">
+        {turn.parts.map((p) => (
+          <Part key={p.seq} part={p} />
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function Streaming({ nodeId }: { nodeId: string }) {
+  const { store } = useEditor();
+  const c = useKeyed(store.runState.counters, nodeId);
+  if (!c?.streaming) return null;
+  return (
+    <pre className="sb-trace-streaming" data-testid="trace-streaming">
+      {c.streaming}
+    </pre>
+  );
+}
+
+export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string }) {
+  const { store } = useEditor();
+  const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
+  const candidates = store
+    .toFlow()
+    .edges.filter((e) => e.source === nodeId && e.kind === 'handover')
+    .map((e) => e.target);
+  const key = candidates.join('\n');
+  const scrub = snap.scrub;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the log grows in place; its size says when
+  const turns = useMemo(() => {
+    // At the playhead: the trace as of that event.
+    const all = runs.events();
+    const events = scrub === undefined ? all : all.filter((e) => e.seq <= scrub);
+    return nodeTrace(events, nodeId, key ? key.split('\n') : []);
+  }, [runs, nodeId, snap.logSize, key, scrub]);
+  if (turns.length === 0) return null;
+  return (
+    <section
+      className="sb-trace"
+      data-testid="trace-panel"
+      data-node={nodeId}
+      aria-label={`Trace of ${nodeId}`}
+    >
+      <header className="sb-trace-head">
+        <h2>Trace</h2>
+        <span className="sb-trace-run">run {snap.view.runId}</span>
+        <CopyButton data={turns} testid="trace-copy-all" />
+      </header>
+      {turns.map((t, i) => (
+        <Turn key={t.key} turn={t} index={i} />
+      ))}
+      <Streaming nodeId={nodeId} />
+    </section>
+  );
+}
