@@ -7,7 +7,8 @@
  * shows from a local copy; then either the room already holds the flow — the server opens a
  * room on the flow saved in its catalog, and someone may be editing it — and the canvas
  * switches to that version, or the room is empty (a flow the server does not have) and is
- * seeded with the local copy (edits made meanwhile included). The server saves the room back
+ * seeded with the local copy (edits made meanwhile included), by the deterministic seed of
+ * `seedDoc`, so that two editors seeding the same flow make the same Yjs items. The server saves the room back
  * to its catalog as it changes. Re-opening a flow with the id of the room the editor is in
  * replaces the shared document, for everyone, as one change.
  *
@@ -20,11 +21,10 @@ import * as Y from 'yjs';
 import {
   assertRepresentable,
   isEmptyFlowDoc,
-  LOAD,
-  loadFlowIntoDoc,
   ROOM_STATUS_FIELD,
   type RoomSaveStatus,
   readRoomStatus,
+  seedDoc,
 } from '../model/flowDoc.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { type Identity, isIdentity } from './identity.js';
@@ -145,7 +145,9 @@ export class Collab {
       if (!synced || adopted || this.provider !== provider) return;
       adopted = true;
       const empty = isEmptyFlowDoc(doc);
-      if (empty) loadFlowIntoDoc(doc, this.o.store.toFlow(), LOAD);
+      // Only a room the server has no flow for is seeded by an editor, and deterministically
+      // (see seedDoc): two editors seeding the same flow at once make the same items.
+      if (empty) seedDoc(doc, this.o.store.toFlow(), this.o.store.layout);
       this.o.store.replaceDoc(doc);
       const others = [...awareness.getStates()].filter(
         ([clientId, st]) => clientId !== awareness.clientID && isIdentity((st as { user?: unknown }).user),

@@ -26,6 +26,8 @@ import {
   setMeta,
 } from '../model/edits.js';
 import {
+  type ConfigLayout,
+  configLayout,
   docToFlow,
   LOCAL,
   loadFlowIntoDoc,
@@ -100,6 +102,8 @@ export class EditorStore {
   /** The document; replaced as a whole when the editor joins a co-editing room. */
   private docNow: Y.Doc;
   readonly registry: KindRegistry;
+  /** How configs map into the shared document (from the registry's schemas). */
+  readonly layout: ConfigLayout;
   private undo_: Y.UndoManager;
   readonly runState = new RunState();
   /** Per node id: who else has it selected (`name|color` lines), from co-editing awareness. */
@@ -132,11 +136,12 @@ export class EditorStore {
 
   constructor(opts: EditorStoreOptions) {
     this.registry = opts.registry;
+    this.layout = configLayout(opts.registry);
     this.validateDelay = opts.validateDelay ?? 250;
     this.docNow = opts.doc ?? new Y.Doc();
     this.p = parts(this.docNow);
     this.undo_ = this.newUndoManager();
-    this.adds = watchConcurrentAdds(this.docNow);
+    this.adds = watchConcurrentAdds(this.docNow, this.layout);
     this.docNow.on('afterTransaction', this.onTransaction);
     this.rebuildAll();
   }
@@ -176,7 +181,7 @@ export class EditorStore {
     this.docNow = doc;
     this.p = parts(doc);
     this.undo_ = this.newUndoManager();
-    this.adds = watchConcurrentAdds(doc);
+    this.adds = watchConcurrentAdds(doc, this.layout);
     doc.on('afterTransaction', this.onTransaction);
     this.ui.clear();
     this.selectedNodes.clear();
@@ -218,7 +223,7 @@ export class EditorStore {
   }
 
   toFlow(): Flow {
-    return docToFlow(this.doc);
+    return docToFlow(this.doc, this.layout);
   }
 
   serialize(): string {
@@ -231,12 +236,12 @@ export class EditorStore {
 
   readNode(id: string): FlowNodeT | undefined {
     const m = this.p.nodes.get(id);
-    return m ? readNode(id, m) : undefined;
+    return m ? readNode(id, m, this.layout) : undefined;
   }
 
   readEdge(id: string): FlowEdgeT | undefined {
     const m = this.p.edges.get(id);
-    return m ? readEdge(id, m) : undefined;
+    return m ? readEdge(id, m, this.layout) : undefined;
   }
 
   kindOf(id: string): NodeKindDefinition | undefined {
@@ -352,7 +357,7 @@ export class EditorStore {
     const size =
       ui?.size ?? (m.get('size') as Size | undefined) ?? (def?.display.group ? def.display.size : undefined);
     const label = m.get('label');
-    const data: NodeData = { kind, config: readConfig(m) };
+    const data: NodeData = { kind, config: readConfig(m, this.layout) };
     if (typeof label === 'string') data.label = label;
     const rf: SbNode = { id, type: def?.display.group ? 'group' : 'kind', position, data };
     if (size) {
@@ -383,7 +388,7 @@ export class EditorStore {
   private deriveEdge(id: string): SbEdge | undefined {
     const m = this.p.edges.get(id);
     if (!m) return undefined;
-    const e = readEdge(id, m);
+    const e = readEdge(id, m, this.layout);
     const s = this.p.nodes.get(e.source);
     const t = this.p.nodes.get(e.target);
     if (!s || !t) return undefined; // dangling: listed as a problem, not drawn
@@ -395,7 +400,7 @@ export class EditorStore {
     const sourceHandle = has(sDef, e.sourceHandle, 'source') ? e.sourceHandle : dflt.sourceHandle;
     const targetHandle = has(tDef, e.targetHandle, 'target') ? e.targetHandle : dflt.targetHandle;
     if (!sourceHandle || !targetHandle) return undefined; // kinds without such ports: a validator error
-    const caption = edgeCaption(e, sDef?.role, readConfig(s));
+    const caption = edgeCaption(e, sDef?.role, readConfig(s, this.layout));
     const rf: SbEdge = {
       id,
       source: e.source,
@@ -512,8 +517,7 @@ export class EditorStore {
     const m = this.p.nodes.get(id);
     const label = m?.get('label');
     if (typeof label === 'string' && label) return label;
-    const cfg = m?.get('config');
-    const name = cfg && typeof cfg === 'object' ? (cfg as { name?: unknown }).name : undefined;
+    const name = readConfig(m, this.layout).name;
     return typeof name === 'string' && name ? name : id;
   }
 
@@ -668,7 +672,7 @@ export class EditorStore {
     };
     if (parent) node.parent = parent;
     if (def.display.size) node.size = { ...def.display.size };
-    this.step(() => addNodes(this.doc, [node]));
+    this.step(() => addNodes(this.doc, [node], [], this.layout));
     this.select({ nodes: [id] });
     return id;
   }
@@ -779,7 +783,7 @@ export class EditorStore {
     const dflt = defaultHandles(v.kind, this.kindOf(source), this.kindOf(target));
     if (v.sourcePort.id !== dflt.sourceHandle) edge.sourceHandle = v.sourcePort.id;
     if (v.targetPort.id !== dflt.targetHandle) edge.targetHandle = v.targetPort.id;
-    this.step(() => addNodes(this.doc, [], [edge]));
+    this.step(() => addNodes(this.doc, [], [edge], this.layout));
     return { id };
   }
 
@@ -805,7 +809,7 @@ export class EditorStore {
       this.registry,
       offset,
     );
-    this.step(() => addNodes(this.doc, out.nodes, out.edges));
+    this.step(() => addNodes(this.doc, out.nodes, out.edges, this.layout));
     this.select({
       nodes: out.nodes.filter((n) => !n.parent || !out.nodes.some((m) => m.id === n.parent)).map((n) => n.id),
     });
@@ -819,13 +823,13 @@ export class EditorStore {
 
   /** Replaces a whole config (the raw JSON editor), as one undo step. */
   replaceConfig(target: { node: string } | { edge: string }, config: Record<string, unknown>): void {
-    this.step(() => replaceConfig(this.doc, target, config));
+    this.step(() => replaceConfig(this.doc, target, config, this.layout));
   }
 
   /** Sets one config field. Typing merges into one undo step; other changes stand alone. */
   setConfig(target: { node: string } | { edge: string }, key: string, value: unknown, typing = false): void {
-    if (typing) setConfigValue(this.doc, target, key, value);
-    else this.step(() => setConfigValue(this.doc, target, key, value));
+    if (typing) setConfigValue(this.doc, target, key, value, this.layout);
+    else this.step(() => setConfigValue(this.doc, target, key, value, this.layout));
   }
 
   setNodeLabel(id: string, label: string, typing = false): void {
@@ -866,7 +870,7 @@ export class EditorStore {
     this.ui.clear();
     this.selectedNodes.clear();
     this.selectedEdges.clear();
-    loadFlowIntoDoc(this.doc, flow);
+    loadFlowIntoDoc(this.doc, flow, this.layout);
     this.undoManager.clear();
     this.validateNow();
     for (const fn of this.loadListeners) fn();

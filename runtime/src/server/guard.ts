@@ -3,8 +3,8 @@
  * 1. Host must name this server (DNS rebinding);
  * 2. with a token configured, every route but the public ones needs it (rate-limited failures):
  *    `/api/health` and the editor's static build (GET/HEAD, never an upgrade, never under `/api`);
- * 3. WebSocket upgrades must come from an allowed Origin; other requests that carry an Origin
- *    and change state must too (cross-site requests).
+ * 3. WebSocket upgrades that carry an Origin (every browser's do) must come from an allowed one;
+ *    other requests that carry an Origin and change state must too (cross-site requests).
  * Only the socket's own address is trusted; `x-forwarded-*` headers are never read.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -66,7 +66,10 @@ export function installGuard(app: FastifyInstance, cfg: GuardConfig): void {
     const isUpgrade = req.headers.upgrade !== undefined && req.headers.upgrade.toLowerCase() === 'websocket';
     const origin = req.headers.origin;
     if (isUpgrade) {
-      if (typeof origin !== 'string' || !cfg.origins().has(origin))
+      // Browsers always send Origin with a WebSocket upgrade, so a hostile page is refused here;
+      // a program (a script with stock y-websocket, a bot) sends none and is let through to the
+      // token check, like any HTTP client of the API.
+      if (origin !== undefined && (typeof origin !== 'string' || !cfg.origins().has(origin)))
         return refuse(
           reply,
           403,
