@@ -11,6 +11,7 @@ import { type Flow, type FlowEdgeT, type FlowNodeT, type Problem, serializeFlow 
 import type { Edge, MarkerType, Node } from '@xyflow/react';
 import * as Y from 'yjs';
 import { type ConcurrentAddWatch, watchConcurrentAdds } from '../collab/concurrentAdds.js';
+import { watchTextChanges } from '../collab/textCarets.js';
 import { edgeCaption } from '../model/captions.js';
 import { copyFragment, type FlowFragment, pasteFragment } from '../model/clipboard.js';
 import { defaultHandles, judgeConnection } from '../model/connect.js';
@@ -133,6 +134,8 @@ export class EditorStore {
   private version = 0;
   /** Re-adds what this editor drew when a co-editor's add took the same id at the same moment. */
   private adds: ConcurrentAddWatch;
+  /** Records co-editors' changes to texts, so inputs can keep their caret exactly (textCarets.ts). */
+  private offTexts: () => void;
 
   constructor(opts: EditorStoreOptions) {
     this.registry = opts.registry;
@@ -142,6 +145,7 @@ export class EditorStore {
     this.p = parts(this.docNow);
     this.undo_ = this.newUndoManager();
     this.adds = watchConcurrentAdds(this.docNow, this.layout);
+    this.offTexts = watchTextChanges(this.docNow);
     this.docNow.on('afterTransaction', this.onTransaction);
     this.rebuildAll();
   }
@@ -164,6 +168,7 @@ export class EditorStore {
 
   dispose(): void {
     this.adds.dispose();
+    this.offTexts();
     this.docNow.off('afterTransaction', this.onTransaction);
     if (this.validateTimer) clearTimeout(this.validateTimer);
     this.undo_.destroy();
@@ -178,10 +183,12 @@ export class EditorStore {
     this.docNow.off('afterTransaction', this.onTransaction);
     this.undo_.destroy();
     this.adds.dispose();
+    this.offTexts();
     this.docNow = doc;
     this.p = parts(doc);
     this.undo_ = this.newUndoManager();
     this.adds = watchConcurrentAdds(doc, this.layout);
+    this.offTexts = watchTextChanges(doc);
     doc.on('afterTransaction', this.onTransaction);
     this.ui.clear();
     this.selectedNodes.clear();

@@ -1,6 +1,7 @@
 /** Small form widgets: a text area for templates, a JSON editor, a list-of-strings editor. */
 import { setTextEditHint, textDiff } from '@switchboard/schemas/ydoc';
 import { type ChangeEvent, useEffect, useId, useLayoutEffect, useRef, useState } from 'react';
+import { caretThroughRemote } from '../collab/textCarets.js';
 import { jsonSchemaProblem } from '../model/schemaForm.js';
 import { checkTemplate, TEMPLATE_VARS } from '../model/templateVars.js';
 
@@ -31,8 +32,11 @@ export function useSharedText<T extends TextElement>(value: string) {
     before.current = undefined;
     const node = ref.current;
     if (!b || !node || document.activeElement !== node || node.value !== value) return;
+    // Exactly where the co-editor's change went, when it is known; else the strings' diff.
     const d = textDiff(b.value, value);
-    node.setSelectionRange(mapCaret(b.start, d), mapCaret(b.end, d));
+    const start = caretThroughRemote(b.value, value, b.start) ?? mapCaret(b.start, d);
+    const end = caretThroughRemote(b.value, value, b.end) ?? mapCaret(b.end, d);
+    node.setSelectionRange(start, end);
   }, [value]);
   /** The value of an input event, with the caret recorded for the diff. */
   const read = (e: ChangeEvent<T>): string => {
