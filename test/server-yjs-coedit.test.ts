@@ -7,8 +7,9 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as netServer } from 'node:net';
+import { join as joinPath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultRegistry } from '@switchboard/nodes';
 import { configLayout, docToFlow, parts, ROOM_STATUS_FIELD, setConfigField } from '@switchboard/schemas/ydoc';
@@ -22,6 +23,7 @@ import { simpleFlow, tempDir, until } from './server/helpers.js';
 const L = configLayout(defaultRegistry);
 const CLI = fileURLToPath(new URL('./crash/cli-main.ts', import.meta.url));
 const RUNTIME = fileURLToPath(new URL('../runtime/', import.meta.url));
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const servers: SwitchboardServer[] = [];
 const providers: WebsocketProvider[] = [];
 const cleanups: Array<() => void> = [];
@@ -118,6 +120,37 @@ describe('stock clients', { timeout: 60_000 }, () => {
         )?.role === 'Edited by a script',
       'the edit saved',
     );
+  });
+});
+
+describe('the README’s script', { timeout: 60_000 }, () => {
+  it('joins and edits a flow as the README shows', async () => {
+    const { dir, cleanup } = tempDir('sb-coedit-');
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const { s, put } = await start(dir, port);
+    const triage = JSON.parse(readFileSync(joinPath(ROOT, 'flows', 'support-triage.json'), 'utf8'));
+    expect((await put(triage)).statusCode).toBe(201);
+    const readme = readFileSync(joinPath(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('### Co-editing from a script'));
+    const code = /```js\n([\s\S]*?)```/.exec(section)![1]!;
+    expect(code.split('\n').filter((l) => l.trim()).length).toBeLessThanOrEqual(12);
+    // Written into test/ so that its imports resolve the way a script's own would.
+    const file = joinPath(ROOT, 'test', `.readme-script-${process.pid}.mjs`);
+    writeFileSync(file, code.replace('127.0.0.1:5170', `127.0.0.1:${port}`));
+    cleanups.push(() => rmSync(file, { force: true }));
+    const child = spawn(process.execPath, [file], {
+      stdio: 'inherit',
+      env: { ...process.env, SWITCHBOARD_TOKEN: '' },
+    });
+    cleanups.push(() => child.kill('SIGKILL'));
+    const role = () =>
+      (
+        s.store.catalog.data.flows['support-triage']?.flow.nodes.find((n) => n.id === 'sender')?.config as {
+          role?: string;
+        }
+      )?.role;
+    await until(() => role()?.endsWith(' (checked by a bot)'), 'the script’s edit saved');
   });
 });
 
