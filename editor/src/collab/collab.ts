@@ -29,6 +29,9 @@ import {
 import type { EditorStore } from '../store/editorStore.js';
 import { type Identity, isIdentity } from './identity.js';
 
+/** Close code of a room refusing a change (room-limits.ts on the server). */
+const ROOM_REFUSED = 4413;
+
 /** Room names the server accepts (the flow-id pattern of its route). */
 export const ROOM_RE = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/;
 
@@ -50,6 +53,11 @@ export interface CollabSnapshot {
   joined?: JoinInfo;
   /** What the server last found when saving the room (its own awareness state). */
   saving?: RoomSaveStatus;
+  /**
+   * Why the room refused this editor's changes (the document would pass its size limit; the
+   * server's words). The editor then stops reconnecting: it would send the same change again.
+   */
+  refused?: string;
 }
 
 export interface JoinInfo {
@@ -156,6 +164,11 @@ export class Collab {
       this.update({ status: 'live', joined });
       this.o.onJoined?.(joined);
     });
+    provider.on('connection-close', (event: { code?: number; reason?: string } | null) => {
+      if (this.provider !== provider || event?.code !== ROOM_REFUSED) return;
+      provider.disconnect();
+      this.update({ status: 'offline', refused: event.reason || 'the room refused this change' });
+    });
     provider.on('status', ({ status }: { status: string }) => {
       if (this.provider !== provider || !adopted) return;
       this.update({ status: status === 'connected' ? 'live' : 'offline' });
@@ -163,7 +176,14 @@ export class Collab {
     awareness.on('change', () => {
       if (this.provider === provider) this.readPeers();
     });
-    this.update({ room: id, status: 'connecting', peers: [], joined: undefined, saving: undefined });
+    this.update({
+      room: id,
+      status: 'connecting',
+      peers: [],
+      joined: undefined,
+      saving: undefined,
+      refused: undefined,
+    });
     this.readPeers();
     this.o.onRoom?.(id);
   }
@@ -176,7 +196,14 @@ export class Collab {
     p.awareness.setLocalState(null);
     p.destroy();
     this.o.store.presence.replaceAll(new Map());
-    this.update({ room: undefined, status: 'none', peers: [], joined: undefined, saving: undefined });
+    this.update({
+      room: undefined,
+      status: 'none',
+      peers: [],
+      joined: undefined,
+      saving: undefined,
+      refused: undefined,
+    });
     this.o.onRoom?.(undefined);
   }
 

@@ -37,7 +37,8 @@ function SaveState() {
   const room = useSyncExternalStore(collab?.subscribe ?? NO_SUBSCRIPTION, collab?.getSnapshot ?? NO_ROOM);
   const text = store.serialize();
   // In a live room the server saves; its status says more than this browser's drafts can.
-  const server = room?.status === 'live' ? roomSaveView(room.saving, text) : undefined;
+  const server =
+    room?.status === 'live' || room?.refused ? roomSaveView(room.saving, text, room.refused) : undefined;
   if (server)
     return (
       <span
