@@ -54,7 +54,8 @@ function editor(url: string) {
 
 /** What the inspector does for one key typed at the end of a text field. */
 function typeKey(store: EditorStore, node: string, field: string, ch: string): void {
-  const cur = (store.readNode(node)?.config as Record<string, string | undefined>)[field] ?? '';
+  const config = (store.readNode(node)?.config ?? {}) as Record<string, string | undefined>;
+  const cur = config[field] ?? '';
   const next = cur + ch;
   setTextEditHint(next, next.length);
   store.setConfig({ node }, field, next, true);
