@@ -242,12 +242,22 @@ export function seedDoc(
  * The flow held by `doc`, as plain JSON. Top-level keys come out in the order they were set;
  * `serializeFlow` puts them in canonical order anyway.
  */
-export function docToFlow(doc: Y.Doc, layout: ConfigLayout = PLAIN_LAYOUT): Flow {
+export function docToFlow(
+  doc: Y.Doc,
+  layout: ConfigLayout = PLAIN_LAYOUT,
+  /** Readers of one node or edge (a cache of them, e.g. the editor's). */
+  read: {
+    node?: (id: string, m: Y.Map<unknown>) => FlowNodeT;
+    edge?: (id: string, m: Y.Map<unknown>) => FlowEdgeT;
+  } = {},
+): Flow {
   const p = parts(doc);
   const out: Record<string, unknown> = {};
   for (const [k, v] of p.meta.entries()) out[k] = v instanceof Y.AbstractType ? v.toJSON() : v;
-  out.nodes = orderedIds(p.nodes, p.nodeOrder).map((id) => readNode(id, p.nodes.get(id)!, layout));
-  out.edges = orderedIds(p.edges, p.edgeOrder).map((id) => readEdge(id, p.edges.get(id)!, layout));
+  const node = read.node ?? ((id: string, m: Y.Map<unknown>) => readNode(id, m, layout));
+  const edge = read.edge ?? ((id: string, m: Y.Map<unknown>) => readEdge(id, m, layout));
+  out.nodes = orderedIds(p.nodes, p.nodeOrder).map((id) => node(id, p.nodes.get(id)!));
+  out.edges = orderedIds(p.edges, p.edgeOrder).map((id) => edge(id, p.edges.get(id)!));
   return out as unknown as Flow;
 }
 
