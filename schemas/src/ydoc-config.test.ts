@@ -179,3 +179,20 @@ describe('fine-grained config layout', () => {
     expect(textDiff('a😀b', 'a😁b')).toEqual({ at: 1, del: 2, ins: '😁' });
   });
 });
+
+describe('input from peers', () => {
+  it('a "__proto__" key a peer wrote never reaches an object’s prototype', () => {
+    const [a] = pair();
+    a.transact(() => {
+      config(a).set('__proto__', { polluted: true });
+      parts(a).meta.set('__proto__', { polluted: true });
+      parts(a).nodes.get('a')!.set('__proto__', { polluted: true });
+    });
+    const f = docToFlow(a, layout) as unknown as Record<string, unknown>;
+    const n = (f.nodes as Array<Record<string, unknown>>)[0]!;
+    for (const o of [f, n, n.config as object]) {
+      expect(Object.getPrototypeOf(o)).toBe(Object.prototype);
+      expect((o as { polluted?: boolean }).polluted).toBeUndefined();
+    }
+  });
+});

@@ -202,6 +202,8 @@ function toY(v: unknown, at: At): unknown {
 /** The keys of an object in canonical order: the schema's first, then the rest sorted. */
 function canonicalKeys(keys: Iterable<string>, shape: SchemaNode | undefined): string[] {
   const all = new Set(keys);
+  // A peer's key never reaches an object's prototype.
+  all.delete('__proto__');
   const out: string[] = [];
   for (const k of Object.keys(shape?.properties ?? {}))
     if (all.has(k)) {
@@ -398,7 +400,7 @@ export function configFromY(y: unknown, shape: ConfigShape | undefined): unknown
   const at = rootAt(shape);
   if (y instanceof Y.Map && !objectShape(at, (k) => y.get(k))) {
     const out: Record<string, unknown> = {};
-    for (const k of [...y.keys()].sort())
+    for (const k of canonicalKeys(y.keys(), undefined))
       out[k] = fromY(y.get(k), { schema: undefined, path: [k], plain: [] });
     return out;
   }

@@ -136,7 +136,7 @@ function readItem(
   const keys = m instanceof Y.Map ? [...m.keys()] : isPlainObject(m) ? Object.keys(m) : [];
   const kind = get('kind');
   for (const k of keys) {
-    if (k === 'id') continue;
+    if (k === 'id' || k === '__proto__') continue;
     const v = get(k);
     if (k === 'config') out.config = configFromY(v, typeof kind === 'string' ? shapeOf(kind) : undefined);
     else out[k] = v instanceof Y.AbstractType ? v.toJSON() : v;
@@ -253,7 +253,8 @@ export function docToFlow(
 ): Flow {
   const p = parts(doc);
   const out: Record<string, unknown> = {};
-  for (const [k, v] of p.meta.entries()) out[k] = v instanceof Y.AbstractType ? v.toJSON() : v;
+  for (const [k, v] of p.meta.entries())
+    if (k !== '__proto__') out[k] = v instanceof Y.AbstractType ? v.toJSON() : v;
   const node = read.node ?? ((id: string, m: Y.Map<unknown>) => readNode(id, m, layout));
   const edge = read.edge ?? ((id: string, m: Y.Map<unknown>) => readEdge(id, m, layout));
   out.nodes = orderedIds(p.nodes, p.nodeOrder).map((id) => node(id, p.nodes.get(id)!));
