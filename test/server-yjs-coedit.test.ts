@@ -7,11 +7,12 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as netServer } from 'node:net';
 import { join as joinPath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultRegistry } from '@switchboard/nodes';
+import { serializeFlow } from '@switchboard/schemas';
 import { configLayout, docToFlow, parts, ROOM_STATUS_FIELD, setConfigField } from '@switchboard/schemas/ydoc';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -151,6 +152,78 @@ describe('the README’s script', { timeout: 60_000 }, () => {
         }
       )?.role;
     await until(() => role()?.endsWith(' (checked by a bot)'), 'the script’s edit saved');
+  });
+});
+
+/** A room's document as the previous version of the server wrote it: each config one plain value. */
+function oldLayoutDoc(flow: ReturnType<typeof simpleFlow>): Y.Doc {
+  const doc = new Y.Doc();
+  const p = parts(doc);
+  doc.transact(() => {
+    for (const [k, v] of Object.entries(flow)) if (k !== 'nodes' && k !== 'edges') p.meta.set(k, v);
+    for (const n of flow.nodes) {
+      const m = new Y.Map<unknown>();
+      for (const [k, v] of Object.entries(n)) if (k !== 'id') m.set(k, v);
+      p.nodes.set(n.id, m);
+    }
+    for (const e of flow.edges) {
+      const m = new Y.Map<unknown>();
+      for (const [k, v] of Object.entries(e)) if (k !== 'id') m.set(k, v);
+      p.edges.set(e.id, m);
+    }
+    p.nodeOrder.push(flow.nodes.map((n) => n.id));
+    p.edgeOrder.push(flow.edges.map((e) => e.id));
+  });
+  return doc;
+}
+
+describe('rooms saved in the old layout', { timeout: 60_000 }, () => {
+  it('are converted on load, once: an editor holding the old document merges into it', async () => {
+    const { dir, cleanup } = tempDir('sb-coedit-');
+    cleanups.push(cleanup);
+    const port = await freePort();
+    let { s, put } = await start(dir, port);
+    expect((await put(simpleFlow('legacy'))).statusCode).toBe(201);
+    await stop(s);
+    // The history on disk is in the old layout, and an editor (an old tab) holds that document.
+    const old = oldLayoutDoc(simpleFlow('legacy'));
+    mkdirSync(joinPath(dir, 'rooms'), { recursive: true });
+    writeFileSync(joinPath(dir, 'rooms', 'legacy.ydoc'), Y.encodeStateAsUpdate(old));
+    const tab = new Y.Doc();
+    Y.applyUpdate(tab, Y.encodeStateAsUpdate(old));
+    ({ s, put } = await start(dir, port));
+    const a = join(port, 'legacy', { doc: tab });
+    await until(
+      () => a.provider.synced && parts(tab).nodes.get('writer')?.get('config') instanceof Y.Map,
+      'converted',
+    );
+    const converted = parts(tab).nodes.get('writer')!.get('config');
+    expect((converted as Y.Map<unknown>).get('role')).toBeInstanceOf(Y.Text);
+    // Written to the history before anyone saw it (nobody changed the flow, so no save did it).
+    const onDisk = new Y.Doc();
+    Y.applyUpdate(onDisk, readFileSync(joinPath(dir, 'rooms', 'legacy.ydoc')));
+    expect(parts(onDisk).nodes.get('writer')!.get('config')).toBeInstanceOf(Y.Map);
+    expect(serializeFlow(docToFlow(tab, L))).toBe(serializeFlow(docToFlow(s.rooms.docOf('legacy')!, L)));
+    // The conversion was written to the history: after a restart it is not made again (a second
+    // conversion by another client id would replace the config the editor is typing into).
+    a.provider.destroy();
+    await stop(s);
+    ({ s, put } = await start(dir, port));
+    // Typed while the server was down, into the converted config.
+    setRole(tab, 'After the conversion');
+    const b = join(port, 'legacy', { doc: tab });
+    await until(() => b.provider.synced, 'synced again');
+    await until(() => roleOf(s.rooms.docOf('legacy')!) === 'After the conversion', 'the edit in the room');
+    expect(parts(tab).nodes.get('writer')!.get('config')).toBe(converted);
+    await until(
+      () =>
+        (
+          s.store.catalog.data.flows.legacy?.flow.nodes.find((n) => n.id === 'writer')?.config as {
+            role?: string;
+          }
+        )?.role === 'After the conversion',
+      'saved',
+    );
   });
 });
 
