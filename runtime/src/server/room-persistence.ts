@@ -140,11 +140,14 @@ export class RoomPersistence implements FlowRoomLink {
     const mark = () => {
       changed = true;
     };
-    doc.on('update', mark);
-    try {
-      applyFlowToDoc(doc, rec.flow, LAYOUT, LOAD);
-    } finally {
-      doc.off('update', mark);
+    // (A fresh seed is the catalog's flow already.)
+    if (history) {
+      doc.on('update', mark);
+      try {
+        applyFlowToDoc(doc, rec.flow, LAYOUT, LOAD);
+      } finally {
+        doc.off('update', mark);
+      }
     }
     if (changed) await this.writeHistory(name, Y.encodeStateAsUpdate(doc));
     st.baseline = docText(doc);
