@@ -213,29 +213,41 @@ export function flowToDoc(flow: unknown, layout: ConfigLayout = PLAIN_LAYOUT): Y
  * unrelated copy of every node.
  */
 export function seedUpdate(flow: unknown, layout: ConfigLayout = PLAIN_LAYOUT): Uint8Array {
-  assertRepresentable(flow);
   const doc = new Y.Doc();
-  const text = serializeFlow(flow);
-  // Yjs client ids are uint32; 0 and small ids are left to nobody in particular.
-  doc.clientID =
-    (Number.parseInt(flowTextHash(`v${YDOC_LAYOUT_VERSION}\n${text}`), 36) % 0xfffff000) + 0x1000;
   try {
-    loadFlowIntoDoc(doc, JSON.parse(text), layout);
+    seedDoc(doc, flow, layout);
     return Y.encodeStateAsUpdate(doc);
   } finally {
     doc.destroy();
   }
 }
 
-/** Seeds an empty document with `flow` (see `seedUpdate`); does nothing to a non-empty one. */
+/** The client id a seed of `text` (a serialized flow) is made by. */
+function seedClientId(text: string): number {
+  // Yjs client ids are uint32; small ids are left to nobody in particular.
+  return (Number.parseInt(flowTextHash(`v${YDOC_LAYOUT_VERSION}\n${text}`), 36) % 0xfffff000) + 0x1000;
+}
+
+/**
+ * Seeds an empty document with `flow` (see `seedUpdate`); does nothing to a non-empty one. The
+ * document's own client id is lent to the seed for that one transaction, then given back.
+ */
 export function seedDoc(
   doc: Y.Doc,
   flow: unknown,
   layout: ConfigLayout = PLAIN_LAYOUT,
   origin: unknown = LOAD,
 ): void {
+  assertRepresentable(flow);
   if (!isEmptyFlowDoc(doc)) return;
-  Y.applyUpdate(doc, seedUpdate(flow, layout), origin);
+  const text = serializeFlow(flow);
+  const own = doc.clientID;
+  doc.clientID = seedClientId(text);
+  try {
+    loadFlowIntoDoc(doc, JSON.parse(text), layout, origin);
+  } finally {
+    doc.clientID = own;
+  }
 }
 
 /**
