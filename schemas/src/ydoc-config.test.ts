@@ -17,6 +17,7 @@ import {
   seedDoc,
   seedUpdate,
   setConfigField,
+  setMetaValue,
   setTextEditHint,
   textDiff,
 } from './ydoc.js';
@@ -194,5 +195,28 @@ describe('input from peers', () => {
       expect(Object.getPrototypeOf(o)).toBe(Object.prototype);
       expect((o as { polluted?: boolean }).polluted).toBeUndefined();
     }
+  });
+});
+
+describe('the flow’s description', () => {
+  it('is a shared text: concurrent typing merges; empty reads as absent; a plain one is converted', () => {
+    const [a, b] = pair();
+    const meta = (d: Y.Doc) => parts(d).meta;
+    expect(meta(a).get('description')).toBeInstanceOf(Y.Text);
+    expect('description' in docToFlow(a, layout)).toBe(false);
+    a.transact(() => setMetaValue(meta(a), 'description', 'Ann'));
+    b.transact(() => setMetaValue(meta(b), 'description', 'Bob'));
+    sync(a, b);
+    expect(docToFlow(a, layout).description).toHaveLength(6);
+    expect(docToFlow(a, layout).description).toBe(docToFlow(b, layout).description);
+    // A document of the old layout held it as a plain string.
+    const old = new Y.Doc();
+    old.transact(() => {
+      parts(old).meta.set('id', 'f');
+      parts(old).meta.set('description', 'plain');
+    });
+    applyFlowToDoc(old, { ...flow(), description: 'plain' }, layout);
+    expect(meta(old).get('description')).toBeInstanceOf(Y.Text);
+    expect(docToFlow(old, layout).description).toBe('plain');
   });
 });

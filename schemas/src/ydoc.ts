@@ -8,7 +8,8 @@
  * A script can co-edit a live flow with stock `yjs` + `y-websocket` by following this:
  *
  * - `meta`  Y.Map: every top-level field except `nodes` and `edges` (`version`, `id`, `name`,
- *           `models`, `mcpServers`, …) as plain JSON values, each replaced as a whole.
+ *           `models`, `mcpServers`, …) as plain JSON values, each replaced as a whole, except
+ *           `description`: a Y.Text (always there; empty means no description).
  * - `nodes` Y.Map<id, Y.Map>: one map per node. `kind`, `parent`, `label`, `position` (`{x,y}`)
  *           and `size` are plain values (a move replaces `position`). `config` is a Y.Map with
  *           one entry per field of the node kind's config schema:
@@ -43,12 +44,42 @@
 import * as Y from 'yjs';
 import type { Flow, FlowEdgeT, FlowNodeT } from './flow.js';
 import { serializeFlow } from './serialize.js';
-import { type ConfigLayout, configFromY, configToY, PLAIN_LAYOUT, reconcileConfig } from './ydoc-config.js';
+import {
+  applyTextDiff,
+  type ConfigLayout,
+  configFromY,
+  configToY,
+  PLAIN_LAYOUT,
+  reconcileConfig,
+} from './ydoc-config.js';
 
 export * from './ydoc-config.js';
 
 /** Bumped whenever the mapping of a flow into a Y.Doc changes (it is part of every seed). */
 export const YDOC_LAYOUT_VERSION = 2;
+
+/** Top-level fields that are free text (Y.Text in `meta`); an empty one reads as absent. */
+export const META_TEXT: ReadonlySet<string> = new Set(['description']);
+
+/** Reads one `meta` entry as JSON; an empty free-text field reads as absent. */
+export function readMeta(key: string, v: unknown): unknown {
+  if (v instanceof Y.Text) return v.length === 0 && META_TEXT.has(key) ? undefined : v.toString();
+  return v instanceof Y.AbstractType ? v.toJSON() : v;
+}
+
+/** Makes `meta[key]` hold `v` (undefined: absent) with the smallest change. */
+export function setMetaValue(meta: Y.Map<unknown>, key: string, v: unknown): void {
+  const cur = meta.get(key);
+  if (META_TEXT.has(key) && (typeof v === 'string' || v === undefined)) {
+    const text = v ?? '';
+    if (cur instanceof Y.Text) applyTextDiff(cur, text);
+    else meta.set(key, new Y.Text(text));
+    return;
+  }
+  if (v === undefined) {
+    if (cur !== undefined) meta.delete(key);
+  } else if (cur instanceof Y.AbstractType || !jsonEqual(cur, v)) meta.set(key, structuredClone(v));
+}
 
 /** Origin of loading a whole document (import, template, restore, a room's load); never undoable. */
 export const LOAD = Symbol('switchboard-load');
@@ -189,8 +220,9 @@ export function loadFlowIntoDoc(
     p.edgeOrder.delete(0, p.edgeOrder.length);
     for (const [k, v] of Object.entries(flow)) {
       if (k === 'nodes' || k === 'edges' || v === undefined) continue;
-      p.meta.set(k, v);
+      setMetaValue(p.meta, k, v);
     }
+    for (const k of META_TEXT) if (!p.meta.has(k)) setMetaValue(p.meta, k, undefined);
     for (const n of flow.nodes) p.nodes.set(n.id, nodeToYMap(n, layout));
     for (const e of flow.edges) p.edges.set(e.id, edgeToYMap(e, layout));
     p.nodeOrder.push(flow.nodes.map((n) => n.id));
@@ -265,8 +297,10 @@ export function docToFlow(
 ): Flow {
   const p = parts(doc);
   const out: Record<string, unknown> = {};
-  for (const [k, v] of p.meta.entries())
-    if (k !== '__proto__') out[k] = v instanceof Y.AbstractType ? v.toJSON() : v;
+  for (const [k, v] of p.meta.entries()) {
+    const json = k === '__proto__' ? undefined : readMeta(k, v);
+    if (json !== undefined) out[k] = json;
+  }
   const node = read.node ?? ((id: string, m: Y.Map<unknown>) => readNode(id, m, layout));
   const edge = read.edge ?? ((id: string, m: Y.Map<unknown>) => readEdge(id, m, layout));
   out.nodes = orderedIds(p.nodes, p.nodeOrder).map((id) => node(id, p.nodes.get(id)!));
@@ -360,11 +394,12 @@ export function applyFlowToDoc(
   doc.transact(() => {
     const top = flow as unknown as Record<string, unknown>;
     for (const k of [...p.meta.keys()])
-      if (k === 'nodes' || k === 'edges' || top[k] === undefined) p.meta.delete(k);
+      if (k === 'nodes' || k === 'edges' || (top[k] === undefined && !META_TEXT.has(k))) p.meta.delete(k);
     for (const [k, v] of Object.entries(top)) {
       if (k === 'nodes' || k === 'edges' || v === undefined) continue;
-      if (!jsonEqual(p.meta.get(k), v)) p.meta.set(k, structuredClone(v));
+      setMetaValue(p.meta, k, v);
     }
+    for (const k of META_TEXT) if (top[k] === undefined) setMetaValue(p.meta, k, undefined);
     reconcileMap(
       p.nodes,
       p.nodeOrder,

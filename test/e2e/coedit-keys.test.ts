@@ -82,12 +82,16 @@ async function open(base: string, id: string) {
   return { page, errors };
 }
 
-/** Types at the end of a field, key by key. */
-async function typeAtEnd(page: Page, testid: string, text: string, delay: number): Promise<void> {
-  const field = page.getByTestId(testid);
-  await field.click();
+/** Puts the caret at the end of a field. */
+async function caretAtEnd(page: Page, testid: string): Promise<void> {
+  await page.getByTestId(testid).click();
   await page.keyboard.press('Control+End');
   await page.keyboard.press('End');
+}
+
+/** Types at the end of a field, key by key. */
+async function typeAtEnd(page: Page, testid: string, text: string, delay: number): Promise<void> {
+  await caretAtEnd(page, testid);
   await page.keyboard.type(text, { delay });
 }
 
@@ -122,10 +126,14 @@ async function twoPeopleType(latencyMs: number, delay: number): Promise<void> {
     await expect.poll(() => value(p, 'cfg-name'), WAIT).toBe('BBBB bravo');
   }
 
-  // One prompt, both typing at its end.
+  // One prompt, both typing at its end: both put their caret there, then type. (Someone who
+  // puts the caret right after the last letter of a word another person is still typing
+  // continues that word: where their letters go among the other's is then a tie.)
+  await caretAtEnd(ada.page, 'cfg-prompt-0-text');
+  await caretAtEnd(bob.page, 'cfg-prompt-0-text');
   await Promise.all([
-    typeAtEnd(ada.page, 'cfg-prompt-0-text', ' AAAA alpha', delay),
-    typeAtEnd(bob.page, 'cfg-prompt-0-text', ' BBBB bravo', delay),
+    ada.page.keyboard.type(' AAAA alpha', { delay }),
+    bob.page.keyboard.type(' BBBB bravo', { delay }),
   ]);
   await expect
     .poll(
@@ -138,8 +146,8 @@ async function twoPeopleType(latencyMs: number, delay: number): Promise<void> {
   // Every key is there, and each person's run is in one piece.
   expect(prompt.length).toBe(prompt0.length + 22);
   expect(prompt.startsWith(prompt0)).toBe(true);
-  expect(prompt).toContain(' AAAA alpha');
-  expect(prompt).toContain(' BBBB bravo');
+  expect(prompt, JSON.stringify(prompt)).toContain(' AAAA alpha');
+  expect(prompt, JSON.stringify(prompt)).toContain(' BBBB bravo');
   // And the server saved it.
   await expect.poll(() => stored(s, 'keys')?.prompt?.[0]?.text, WAIT).toBe(prompt);
   expect(stored(s, 'keys')?.role).toBe(role);

@@ -15,6 +15,7 @@ import {
   parts,
   reconcileConfig,
   setConfigField,
+  setMetaValue,
 } from './flowDoc.js';
 
 type Size = { width: number; height: number };
@@ -131,10 +132,8 @@ export function replaceConfig(
 export function setMeta(doc: Y.Doc, key: string, value: unknown): void {
   if (key === 'nodes' || key === 'edges') throw new Error('nodes and edges are not flow settings');
   const { meta } = parts(doc);
-  doc.transact(() => {
-    if (value === undefined) meta.delete(key);
-    else meta.set(key, value);
-  }, LOCAL);
+  // The description is a shared text: the smallest delete and insert, as for config texts.
+  doc.transact(() => setMetaValue(meta, key, value), LOCAL);
 }
 
 /** The ids of `ids` and of every node nested in them. */

@@ -35,6 +35,7 @@ import {
   orderedIds,
   parts,
   readEdge,
+  readMeta,
   readNode,
 } from '../model/flowDoc.js';
 import { idPrefix, newId } from '../model/ids.js';
@@ -261,7 +262,7 @@ export class EditorStore {
   }
 
   meta(key: string): unknown {
-    return this.p.meta.get(key);
+    return readMeta(key, this.p.meta.get(key));
   }
 
   readNode(id: string): FlowNodeT | undefined {
@@ -352,6 +353,8 @@ export class EditorStore {
     const { nodes, edges, meta, nodeOrder, edgeOrder } = this.p as unknown as Record<string, unknown>;
     for (const [type] of tr.changed) {
       if (type === nodeOrder || type === edgeOrder || type === meta) structure = true;
+      // A flow-level text (the description) changed inside `meta`.
+      if ((type as Y.AbstractType<unknown>)._item?.parent === meta) structure = true;
     }
     for (const [type, keys] of tr.changed) {
       if (type === nodes) for (const k of keys) if (k) nodeIds.add(k);
