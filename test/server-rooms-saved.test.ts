@@ -9,16 +9,19 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { defaultRegistry } from '@switchboard/nodes';
 import { type Flow, serializeFlow } from '@switchboard/schemas';
 import {
   applyFlowToDoc,
-  docToFlow,
+  configLayout,
+  docToFlow as docToFlowIn,
   edgeToYMap,
   flowTextHash,
   loadFlowIntoDoc,
   parts,
   ROOM_STATUS_FIELD,
   readRoomStatus,
+  setConfigField,
 } from '@switchboard/schemas/ydoc';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -95,10 +98,16 @@ async function enter(port: number, room: string, doc = new Y.Doc()) {
   return { doc, provider, leave: () => provider.destroy() };
 }
 
-/** What an editor does for a config change: a new value in one transaction. */
+/** The layout the server and the editor share (the built-in kinds' schemas). */
+const L = configLayout(defaultRegistry);
+const docToFlow = (doc: Y.Doc) => docToFlowIn(doc, L);
+
+/** What an editor does for a config change: the field's smallest change, in one transaction. */
 function setConfig(doc: Y.Doc, node: string, key: string, value: unknown): void {
   const m = parts(doc).nodes.get(node)!;
-  doc.transact(() => m.set('config', { ...(m.get('config') as object), [key]: value }));
+  doc.transact(() =>
+    setConfigField(m.get('config') as Y.Map<unknown>, key, value, L.node(String(m.get('kind')))),
+  );
 }
 
 const stored = (s: SwitchboardServer, id: string) => s.store.catalog.data.flows[id];
@@ -238,7 +247,7 @@ describe('co-edited rooms are saved', { timeout: 120_000 }, () => {
     const { s, port } = await start();
     const a = await enter(port, 'fresh');
     // The editor seeds an empty room with what it opened (a template, a new flow).
-    loadFlowIntoDoc(a.doc, simpleFlow('fresh'));
+    loadFlowIntoDoc(a.doc, simpleFlow('fresh'), L);
     await until(() => s.rooms.docOf('fresh') && parts(s.rooms.docOf('fresh')!).nodes.size > 0, 'the seed');
     await s.rooms.flush('fresh');
     expect(stored(s, 'fresh')).toBeUndefined();
@@ -374,7 +383,7 @@ describe('consent', { timeout: 120_000 }, () => {
     };
     f.nodes.push({ id: 't', kind: 'tool', position: { x: 0, y: 200 }, config: { server: 's' } });
     f.edges.push({ id: 'g', kind: 'tools', source: 't', target: 'writer' });
-    applyFlowToDoc(a.doc, f);
+    applyFlowToDoc(a.doc, f, L);
     expect(parts(a.doc).nodes.get('t')).toBeInstanceOf(Y.Map);
     a.leave();
     await until(() => stored(s, 'tooly')?.rev === 2, 'the co-edit saved');

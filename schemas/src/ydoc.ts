@@ -3,24 +3,85 @@
  * The editor edits it; the server loads a room from the catalog and saves it back with the same
  * mapping, so both sides read one layout. Browser-safe; only this subpath loads yjs.
  *
- * Layout of the Y.Doc (names are part of the collaboration contract, change them only with a
- * migration):
- * - `meta`  Y.Map: every top-level field except `nodes` and `edges` (`version`, `id`, `name`,
- *           `models`, …) as plain JSON values.
- * - `nodes` Y.Map<id, Y.Map>: one map per node with `kind`, `parent`, `label`, `position`, `size`
- *           and `config` as plain values. A config is one value, not a Y.Map: a Y.Map does not
- *           keep the order of its keys through undo/redo or concurrent edits, and the exported
- *           bytes must not depend on history (two people editing one node's config at the same
- *           moment: the last write wins for that node).
- * - `edges` Y.Map<id, Y.Map>: likewise (`kind`, `source`, `target`, handles, `label`, `config`).
- * - `nodeOrder` / `edgeOrder` Y.Array<id>: document order, kept so that an exported file lists
- *           nodes and edges in the order it was opened with (byte-identical round trips).
+ * ## Layout (version 2; the names are the collaboration contract)
  *
- * Plain values are never mutated in place: every change sets a new value inside a transaction.
+ * A script can co-edit a live flow with stock `yjs` + `y-websocket` by following this:
+ *
+ * - `meta`  Y.Map: every top-level field except `nodes` and `edges` (`version`, `id`, `name`,
+ *           `models`, `mcpServers`, …) as plain JSON values, each replaced as a whole, except
+ *           `description`: a Y.Text (always there; empty means no description).
+ * - `nodes` Y.Map<id, Y.Map>: one map per node. `kind`, `parent`, `label`, `position` (`{x,y}`)
+ *           and `size` are plain values (a move replaces `position`). `config` is a Y.Map with
+ *           one entry per field of the node kind's config schema:
+ *   - a field whose schema is an object with `properties` → a nested Y.Map, likewise;
+ *   - a field whose schema is an array with `items` → a Y.Array of its items, likewise
+ *     (agent `prompt` is a Y.Array of Y.Maps, each segment's `text` a Y.Text);
+ *   - a free-text string (role, prompt text, notes, descriptions, questions, rule reasons,
+ *     briefings: `type: "string"` without `const`/`enum`/`pattern`/`format`, and no model,
+ *     server, node, edge or route reference) → a `Y.Text`. Edit it with `insert`/`delete` at a
+ *     position, never by replacing it, or concurrent typing is lost. An optional text that is
+ *     empty means "absent"; such fields exist as empty `Y.Text`s from the moment their object does;
+ *   - anything else (numbers, booleans, enum strings, references, conditions, records such as a
+ *     JSON Schema) → a plain JSON value, replaced as a whole (never mutated in place).
+ *   See ydoc-config.ts for the exact rule (`configLayout`); `"x-sb-text"` in a schema overrides it.
+ * - `edges` Y.Map<id, Y.Map>: likewise: `kind`, `source`, `target`, `sourceHandle`,
+ *           `targetHandle`, `label` plain; `config` a Y.Map by the edge kind's schema
+ *           (`briefing` and `description` are Y.Texts).
+ * - `nodeOrder` / `edgeOrder` Y.Array<id>: document order (an id may appear twice after
+ *           concurrent adds: the first counts; ids missing from it come last, sorted). Adding a
+ *           node = set `nodes[id]` and push `id` to `nodeOrder` in one transaction; removing =
+ *           delete both (and the edges touching it).
+ *
+ * Exported JSON is canonical whatever the editing history: config keys in the schema's order
+ * (then unknown keys sorted), top-level and node keys in `serializeFlow`'s order.
+ *
+ * A room is seeded once, by one side (`seedDoc`): the server from its catalog, or, for a flow
+ * the server does not hold, the first editor. A seed is made by a client id derived from the
+ * flow's text, so two identical seeds are the same Yjs items and merge instead of doubling.
+ * Documents of the old layout (version 1: `config` one plain value) are converted on load by
+ * `applyFlowToDoc`.
  */
 import * as Y from 'yjs';
 import type { Flow, FlowEdgeT, FlowNodeT } from './flow.js';
 import { setOwn } from './names.js';
+import { serializeFlow } from './serialize.js';
+import {
+  applyTextDiff,
+  type ConfigLayout,
+  configFromY,
+  configToY,
+  PLAIN_LAYOUT,
+  plainData,
+  reconcileConfig,
+} from './ydoc-config.js';
+
+export * from './ydoc-config.js';
+
+/** Bumped whenever the mapping of a flow into a Y.Doc changes (it is part of every seed). */
+export const YDOC_LAYOUT_VERSION = 2;
+
+/** Top-level fields that are free text (Y.Text in `meta`); an empty one reads as absent. */
+export const META_TEXT: ReadonlySet<string> = new Set(['description']);
+
+/** Reads one `meta` entry as JSON; an empty free-text field reads as absent. */
+export function readMeta(key: string, v: unknown): unknown {
+  if (v instanceof Y.Text) return v.length === 0 && META_TEXT.has(key) ? undefined : v.toString();
+  return v instanceof Y.AbstractType ? v.toJSON() : v;
+}
+
+/** Makes `meta[key]` hold `v` (undefined: absent) with the smallest change. */
+export function setMetaValue(meta: Y.Map<unknown>, key: string, v: unknown): void {
+  const cur = meta.get(key);
+  if (META_TEXT.has(key) && (typeof v === 'string' || v === undefined)) {
+    const text = v ?? '';
+    if (cur instanceof Y.Text) applyTextDiff(cur, text);
+    else meta.set(key, new Y.Text(text));
+    return;
+  }
+  if (v === undefined) {
+    if (cur !== undefined) meta.delete(key);
+  } else if (cur instanceof Y.AbstractType || !jsonEqual(cur, v)) meta.set(key, structuredClone(v));
+}
 
 /** Origin of loading a whole document (import, template, restore, a room's load); never undoable. */
 export const LOAD = Symbol('switchboard-load');
@@ -74,48 +135,20 @@ export function assertRepresentable(doc: unknown): asserts doc is Flow {
   }
 }
 
-// Keys read from a shared document are set as own properties (`setOwn`): a peer's key `__proto__`
-// must stay a key (which the validator then refuses), never become the object's prototype. The
-// objects stay ordinary ones, because they go back into Yjs, which refuses null-prototype values.
-function yMapToObject(m: Y.Map<unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of m.entries()) setOwn(out, k, v instanceof Y.Map ? yMapToObject(v) : plainData(v));
-  return out;
+/** A node as a Y.Map (see the layout). The id is the key in `nodes`. */
+export function nodeToYMap(node: FlowNodeT, layout: ConfigLayout = PLAIN_LAYOUT): Y.Map<unknown> {
+  return itemToYMap(node as unknown as Record<string, unknown>, layout.node(String(node.kind)));
 }
 
-/**
- * A JSON value from the document, rebuilt from its own keys. lib0 decodes
- * a peer's object with `obj[key] = …`, so a key `__proto__` arrives as the object's prototype
- * rather than as a key: it is put back as an own `__proto__` key, which the validator refuses
- * (`reserved-key`), instead of its fields being read as if they were the object's own.
- */
-function plainData(v: unknown, depth = 0): unknown {
-  if (v === null || typeof v !== 'object' || depth > 256) return v;
-  // Shared types (a Y.Text field) and binary content are not JSON objects: left as they are.
-  if (v instanceof Uint8Array || v instanceof Y.AbstractType) return v;
-  if (Array.isArray(v)) return v.map((x) => plainData(x, depth + 1));
-  const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) setOwn(out, k, plainData(x, depth + 1));
-  const proto: unknown = Object.getPrototypeOf(v);
-  if (proto !== Object.prototype && proto !== null) setOwn(out, '__proto__', plainData(proto, depth + 1));
-  return out;
+export function edgeToYMap(edge: FlowEdgeT, layout: ConfigLayout = PLAIN_LAYOUT): Y.Map<unknown> {
+  return itemToYMap(edge as unknown as Record<string, unknown>, layout.edge(String(edge.kind)));
 }
 
-/** A node as a Y.Map of plain values. The id is the key in `nodes`. */
-export function nodeToYMap(node: FlowNodeT): Y.Map<unknown> {
+function itemToYMap(item: Record<string, unknown>, shape: ReturnType<ConfigLayout['node']>): Y.Map<unknown> {
   const m = new Y.Map<unknown>();
-  for (const [k, v] of Object.entries(node)) {
+  for (const [k, v] of Object.entries(item)) {
     if (k === 'id' || v === undefined) continue;
-    m.set(k, v);
-  }
-  return m;
-}
-
-export function edgeToYMap(edge: FlowEdgeT): Y.Map<unknown> {
-  const m = new Y.Map<unknown>();
-  for (const [k, v] of Object.entries(edge)) {
-    if (k === 'id' || v === undefined) continue;
-    m.set(k, v);
+    m.set(k, k === 'config' ? configToY(v, shape) : structuredClone(v));
   }
   return m;
 }
@@ -125,24 +158,33 @@ export function edgeToYMap(edge: FlowEdgeT): Y.Map<unknown> {
  * else (a peer writing another layout) is read as its plain fields, or none, rather than
  * throwing: a shared document is input from other people's browsers.
  */
-function readItem(id: string, m: unknown): Record<string, unknown> {
+function readItem(
+  id: string,
+  m: unknown,
+  shapeOf: (kind: string) => ReturnType<ConfigLayout['node']>,
+): Record<string, unknown> {
   const out: Record<string, unknown> = { id };
-  if (m instanceof Y.Map) {
-    for (const [k, v] of m.entries())
-      if (k !== 'id') setOwn(out, k, v instanceof Y.Map ? yMapToObject(v) : plainData(v));
-  } else if (isPlainObject(m)) {
-    for (const [k, v] of Object.entries(m)) if (k !== 'id') setOwn(out, k, plainData(v));
+  const get = (k: string): unknown =>
+    m instanceof Y.Map ? m.get(k) : isPlainObject(m) ? (m as Record<string, unknown>)[k] : undefined;
+  const keys = m instanceof Y.Map ? [...m.keys()] : isPlainObject(m) ? Object.keys(m) : [];
+  const kind = get('kind');
+  for (const k of keys) {
+    if (k === 'id') continue;
+    const v = plainData(get(k));
+    // A key `__proto__` stays a key (the validator refuses it), never the object's prototype.
+    if (k === 'config') out.config = configFromY(v, typeof kind === 'string' ? shapeOf(kind) : undefined);
+    else setOwn(out, k, v instanceof Y.AbstractType ? v.toJSON() : v);
   }
   return out;
 }
 
 /** Reads one node back as plain JSON. */
-export function readNode(id: string, m: Y.Map<unknown>): FlowNodeT {
-  return readItem(id, m) as unknown as FlowNodeT;
+export function readNode(id: string, m: Y.Map<unknown>, layout: ConfigLayout = PLAIN_LAYOUT): FlowNodeT {
+  return readItem(id, m, (k) => layout.node(k)) as unknown as FlowNodeT;
 }
 
-export function readEdge(id: string, m: Y.Map<unknown>): FlowEdgeT {
-  return readItem(id, m) as unknown as FlowEdgeT;
+export function readEdge(id: string, m: Y.Map<unknown>, layout: ConfigLayout = PLAIN_LAYOUT): FlowEdgeT {
+  return readItem(id, m, (k) => layout.edge(k)) as unknown as FlowEdgeT;
 }
 
 /** Ids in document order: the order arrays first (deduplicated), then any id they miss. */
@@ -165,7 +207,12 @@ export function orderedIds(
  * Replaces the whole content of `doc` with `flow`, in one transaction.
  * Throws `UnrepresentableFlowError` when the flow lacks the shape the editor needs.
  */
-export function loadFlowIntoDoc(doc: Y.Doc, flow: unknown, origin: unknown = LOAD): void {
+export function loadFlowIntoDoc(
+  doc: Y.Doc,
+  flow: unknown,
+  layout: ConfigLayout = PLAIN_LAYOUT,
+  origin: unknown = LOAD,
+): void {
   assertRepresentable(flow);
   const p = parts(doc);
   doc.transact(() => {
@@ -176,32 +223,91 @@ export function loadFlowIntoDoc(doc: Y.Doc, flow: unknown, origin: unknown = LOA
     p.edgeOrder.delete(0, p.edgeOrder.length);
     for (const [k, v] of Object.entries(flow)) {
       if (k === 'nodes' || k === 'edges' || v === undefined) continue;
-      p.meta.set(k, v);
+      setMetaValue(p.meta, k, v);
     }
-    for (const n of flow.nodes) p.nodes.set(n.id, nodeToYMap(n));
-    for (const e of flow.edges) p.edges.set(e.id, edgeToYMap(e));
+    for (const k of META_TEXT) if (!p.meta.has(k)) setMetaValue(p.meta, k, undefined);
+    for (const n of flow.nodes) p.nodes.set(n.id, nodeToYMap(n, layout));
+    for (const e of flow.edges) p.edges.set(e.id, edgeToYMap(e, layout));
     p.nodeOrder.push(flow.nodes.map((n) => n.id));
     p.edgeOrder.push(flow.edges.map((e) => e.id));
   }, origin);
 }
 
 /** A fresh Y.Doc holding `flow`. */
-export function flowToDoc(flow: unknown): Y.Doc {
+export function flowToDoc(flow: unknown, layout: ConfigLayout = PLAIN_LAYOUT): Y.Doc {
   const doc = new Y.Doc();
-  loadFlowIntoDoc(doc, flow);
+  loadFlowIntoDoc(doc, flow, layout);
   return doc;
+}
+
+/**
+ * The Yjs update that seeds a room with `flow`: made by a client id derived from the flow's
+ * canonical text (and the layout version), so every seed of the same flow is the same items. A
+ * client that kept a room's document through a server restart, when the server had no history
+ * to reload, merges its offline edits into the server's fresh seed instead of into a second,
+ * unrelated copy of every node.
+ */
+export function seedUpdate(flow: unknown, layout: ConfigLayout = PLAIN_LAYOUT): Uint8Array {
+  const doc = new Y.Doc();
+  try {
+    seedDoc(doc, flow, layout);
+    return Y.encodeStateAsUpdate(doc);
+  } finally {
+    doc.destroy();
+  }
+}
+
+/** The client id a seed of `text` (a serialized flow) is made by. */
+function seedClientId(text: string): number {
+  // Yjs client ids are uint32; small ids are left to nobody in particular.
+  return (Number.parseInt(flowTextHash(`v${YDOC_LAYOUT_VERSION}\n${text}`), 36) % 0xfffff000) + 0x1000;
+}
+
+/**
+ * Seeds an empty document with `flow` (see `seedUpdate`); does nothing to a non-empty one. The
+ * document's own client id is lent to the seed for that one transaction, then given back.
+ */
+export function seedDoc(
+  doc: Y.Doc,
+  flow: unknown,
+  layout: ConfigLayout = PLAIN_LAYOUT,
+  origin: unknown = LOAD,
+): void {
+  assertRepresentable(flow);
+  if (!isEmptyFlowDoc(doc)) return;
+  const text = serializeFlow(flow);
+  const own = doc.clientID;
+  doc.clientID = seedClientId(text);
+  try {
+    loadFlowIntoDoc(doc, JSON.parse(text), layout, origin);
+  } finally {
+    doc.clientID = own;
+  }
 }
 
 /**
  * The flow held by `doc`, as plain JSON. Top-level keys come out in the order they were set;
  * `serializeFlow` puts them in canonical order anyway.
  */
-export function docToFlow(doc: Y.Doc): Flow {
+export function docToFlow(
+  doc: Y.Doc,
+  layout: ConfigLayout = PLAIN_LAYOUT,
+  /** Readers of one node or edge (a cache of them, e.g. the editor's). */
+  read: {
+    node?: (id: string, m: Y.Map<unknown>) => FlowNodeT;
+    edge?: (id: string, m: Y.Map<unknown>) => FlowEdgeT;
+  } = {},
+): Flow {
   const p = parts(doc);
   const out: Record<string, unknown> = {};
-  for (const [k, v] of p.meta.entries()) setOwn(out, k, plainData(v));
-  out.nodes = orderedIds(p.nodes, p.nodeOrder).map((id) => readNode(id, p.nodes.get(id)!));
-  out.edges = orderedIds(p.edges, p.edgeOrder).map((id) => readEdge(id, p.edges.get(id)!));
+  for (const [k, v] of p.meta.entries()) {
+    const json = readMeta(k, plainData(v));
+    if (json !== undefined) setOwn(out, k, json);
+  }
+  const node = read.node ?? ((id: string, m: Y.Map<unknown>) => readNode(id, m, layout));
+  const edge = read.edge ?? ((id: string, m: Y.Map<unknown>) => readEdge(id, m, layout));
+  out.nodes = orderedIds(p.nodes, p.nodeOrder).map((id) => node(id, p.nodes.get(id)!));
+  out.edges = orderedIds(p.edges, p.edgeOrder).map((id) => edge(id, p.edges.get(id)!));
   return out as unknown as Flow;
 }
 
@@ -230,13 +336,21 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return ka.length === kb.length && ka.every((k, i) => k === kb[i] && jsonEqual(oa[k], ob[k]));
 }
 
-/** Sets the plain fields of one node or edge map to `item`'s, touching only those that differ. */
-function reconcileItem(m: Y.Map<unknown>, item: Record<string, unknown>): void {
+/** Sets the fields of one node or edge map to `item`'s, touching only those that differ. */
+function reconcileItem(
+  m: Y.Map<unknown>,
+  item: Record<string, unknown>,
+  shape: ReturnType<ConfigLayout['node']>,
+): void {
   for (const k of [...m.keys()]) if (k === 'id' || item[k] === undefined) m.delete(k);
   for (const [k, v] of Object.entries(item)) {
     if (k === 'id' || v === undefined) continue;
+    if (k === 'config') {
+      reconcileConfig(m, v, shape);
+      continue;
+    }
     const cur = m.get(k);
-    if (cur instanceof Y.Map || !jsonEqual(cur, v)) m.set(k, v);
+    if (cur instanceof Y.AbstractType || !jsonEqual(cur, v)) m.set(k, structuredClone(v));
   }
 }
 
@@ -245,12 +359,15 @@ function reconcileMap(
   order: Y.Array<string>,
   items: Array<FlowNodeT | FlowEdgeT>,
   toYMap: (item: never) => Y.Map<unknown>,
+  shapeOf: (kind: string) => ReturnType<ConfigLayout['node']>,
 ): void {
   const wanted = new Set(items.map((i) => i.id));
   for (const id of [...map.keys()]) if (!wanted.has(id)) map.delete(id);
   for (const item of items) {
     const m = map.get(item.id);
-    if (m instanceof Y.Map) reconcileItem(m, item as unknown as Record<string, unknown>);
+    // A node whose kind changed is a new node: its config means something else.
+    if (m instanceof Y.Map && m.get('kind') === item.kind)
+      reconcileItem(m, item as unknown as Record<string, unknown>, shapeOf(String(item.kind)));
     else map.set(item.id, toYMap(item as never));
   }
   const ids = items.map((i) => i.id);
@@ -263,24 +380,43 @@ function reconcileMap(
 
 /**
  * Makes `doc` hold `flow` with the smallest change: fields, nodes and edges that are equal stay
- * untouched (same Yjs items), so applying a flow the document already holds changes nothing, and
- * a write from elsewhere (the REST API into an open room) reaches co-editors as the edits it
- * really is rather than as a whole new document. One transaction.
+ * untouched (same Yjs items), a changed text gets the smallest delete and insert, so applying a
+ * flow the document already holds changes nothing, and a write from elsewhere (the REST API
+ * into an open room) reaches co-editors as the edits it really is rather than as a whole new
+ * document. Converts a document of the old layout. One transaction.
  * Throws `UnrepresentableFlowError` when the flow lacks the shape the editor needs.
  */
-export function applyFlowToDoc(doc: Y.Doc, flow: unknown, origin: unknown = LOAD): void {
+export function applyFlowToDoc(
+  doc: Y.Doc,
+  flow: unknown,
+  layout: ConfigLayout = PLAIN_LAYOUT,
+  origin: unknown = LOAD,
+): void {
   assertRepresentable(flow);
   const p = parts(doc);
   doc.transact(() => {
     const top = flow as unknown as Record<string, unknown>;
     for (const k of [...p.meta.keys()])
-      if (k === 'nodes' || k === 'edges' || top[k] === undefined) p.meta.delete(k);
+      if (k === 'nodes' || k === 'edges' || (top[k] === undefined && !META_TEXT.has(k))) p.meta.delete(k);
     for (const [k, v] of Object.entries(top)) {
       if (k === 'nodes' || k === 'edges' || v === undefined) continue;
-      if (!jsonEqual(p.meta.get(k), v)) p.meta.set(k, v);
+      setMetaValue(p.meta, k, v);
     }
-    reconcileMap(p.nodes, p.nodeOrder, flow.nodes, nodeToYMap as (i: never) => Y.Map<unknown>);
-    reconcileMap(p.edges, p.edgeOrder, flow.edges, edgeToYMap as (i: never) => Y.Map<unknown>);
+    for (const k of META_TEXT) if (top[k] === undefined) setMetaValue(p.meta, k, undefined);
+    reconcileMap(
+      p.nodes,
+      p.nodeOrder,
+      flow.nodes,
+      ((n: FlowNodeT) => nodeToYMap(n, layout)) as (i: never) => Y.Map<unknown>,
+      (k) => layout.node(k),
+    );
+    reconcileMap(
+      p.edges,
+      p.edgeOrder,
+      flow.edges,
+      ((e: FlowEdgeT) => edgeToYMap(e, layout)) as (i: never) => Y.Map<unknown>,
+      (k) => layout.edge(k),
+    );
   }, origin);
 }
 

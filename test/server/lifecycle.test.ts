@@ -100,7 +100,7 @@ async function synced(e: Editor): Promise<void> {
 
 /** What an editor does to change the flow's name (the same whatever the document's layout). */
 function rename(doc: Y.Doc, name: string): void {
-  applyFlowToDoc(doc, { ...docToFlow(doc), name }, 'test-edit');
+  applyFlowToDoc(doc, { ...docToFlow(doc), name }, undefined, 'test-edit');
 }
 
 describe('delete', { timeout: 60_000 }, () => {
@@ -257,7 +257,7 @@ describe('authors', { timeout: 60_000 }, () => {
     const eve = enter(port, 'two', 'Eve');
     await synced(eve);
     rename(eve.doc, 'Same name');
-    applyFlowToDoc(eve.doc, { ...docToFlow(eve.doc), description: 'by Eve' }, 'test-edit');
+    applyFlowToDoc(eve.doc, { ...docToFlow(eve.doc), description: 'by Eve' }, undefined, 'test-edit');
     eve.provider.destroy();
     await until(() => s.store.catalog.data.flows.two?.rev === 2, 'saved as Eve left');
     const list = (await http('GET', '/api/flows')).json.flows as Array<Record<string, unknown>>;

@@ -7,7 +7,8 @@
  * shows from a local copy; then either the room already holds the flow — the server opens a
  * room on the flow saved in its catalog, and someone may be editing it — and the canvas
  * switches to that version, or the room is empty (a flow the server does not have) and is
- * seeded with the local copy (edits made meanwhile included). The server saves the room back
+ * seeded with the local copy (edits made meanwhile included), by the deterministic seed of
+ * `seedDoc`, so that two editors seeding the same flow make the same Yjs items. The server saves the room back
  * to its catalog as it changes. Re-opening a flow with the id of the room the editor is in
  * replaces the shared document, for everyone, as one change.
  *
@@ -21,15 +22,17 @@ import * as Y from 'yjs';
 import {
   assertRepresentable,
   isEmptyFlowDoc,
-  LOAD,
-  loadFlowIntoDoc,
   ROOM_STATUS_FIELD,
   type RoomSaveStatus,
   readRoomStatus,
+  seedDoc,
 } from '../model/flowDoc.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { assignColors, type Identity, isIdentity } from './identity.js';
 import { CURSOR_FIELD, type FlowPoint, type FlowView, readCursor, readView, VIEW_FIELD } from './pointers.js';
+
+/** Close code of a room refusing a change (room-limits.ts on the server). */
+const ROOM_REFUSED = 4413;
 
 /** Room names the server accepts (the flow-id pattern of its route). */
 export const ROOM_RE = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/;
@@ -65,6 +68,11 @@ export interface CollabSnapshot {
   saving?: RoomSaveStatus;
   /** Set when the server closed the room for good; the canvas keeps what it showed, unshared. */
   closed?: RoomClosed;
+  /**
+   * Why the room refused this editor's changes (the document would pass its size limit; the
+   * server's words). The editor then stops reconnecting: it would send the same change again.
+   */
+  refused?: string;
 }
 
 export interface JoinInfo {
@@ -160,7 +168,9 @@ export class Collab {
       if (!synced || adopted || this.provider !== provider) return;
       adopted = true;
       const empty = isEmptyFlowDoc(doc);
-      if (empty) loadFlowIntoDoc(doc, this.o.store.toFlow(), LOAD);
+      // Only a room the server has no flow for is seeded by an editor, and deterministically
+      // (see seedDoc): two editors seeding the same flow at once make the same items.
+      if (empty) seedDoc(doc, this.o.store.toFlow(), this.o.store.layout);
       this.o.store.replaceDoc(doc);
       const others = [...awareness.getStates()].filter(
         ([clientId, st]) => clientId !== awareness.clientID && isIdentity((st as { user?: unknown }).user),
@@ -168,6 +178,11 @@ export class Collab {
       const joined = { room: id, adopted: !empty, others };
       this.update({ status: 'live', joined });
       this.o.onJoined?.(joined);
+    });
+    provider.on('connection-close', (event: { code?: number; reason?: string } | null) => {
+      if (this.provider !== provider || event?.code !== ROOM_REFUSED) return;
+      provider.disconnect();
+      this.update({ status: 'offline', refused: event.reason || 'the room refused this change' });
     });
     provider.on('status', ({ status }: { status: string }) => {
       if (this.provider !== provider || !adopted) return;
@@ -186,6 +201,7 @@ export class Collab {
       joined: undefined,
       saving: undefined,
       closed: undefined,
+      refused: undefined,
     });
     this.readPeers();
     this.o.onRoom?.(id);
@@ -206,6 +222,7 @@ export class Collab {
       joined: undefined,
       saving: undefined,
       closed: undefined,
+      refused: undefined,
     });
     this.o.onRoom?.(undefined);
   }

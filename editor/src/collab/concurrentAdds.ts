@@ -8,7 +8,7 @@
  * The order arrays may then list the contested id twice; `orderedIds` reads each id once.
  */
 import type { FlowEdgeT, FlowNodeT } from '@switchboard/schemas';
-import { parts, readEdge, readNode } from '@switchboard/schemas/ydoc';
+import { type ConfigLayout, PLAIN_LAYOUT, parts, readEdge, readNode } from '@switchboard/schemas/ydoc';
 import type * as Y from 'yjs';
 import { addNodes } from '../model/edits.js';
 import { LOCAL } from '../model/flowDoc.js';
@@ -33,7 +33,11 @@ export interface ConcurrentAddWatch {
 }
 
 /** Watches `doc` for this editor's adds that a concurrent add under the same id replaced. */
-export function watchConcurrentAdds(doc: Y.Doc, now: () => number = Date.now): ConcurrentAddWatch {
+export function watchConcurrentAdds(
+  doc: Y.Doc,
+  layout: ConfigLayout = PLAIN_LAYOUT,
+  now: () => number = Date.now,
+): ConcurrentAddWatch {
   const p = parts(doc);
   const nodes = new Map<string, Watched>();
   const edges = new Map<string, Watched>();
@@ -74,15 +78,26 @@ export function watchConcurrentAdds(doc: Y.Doc, now: () => number = Date.now): C
             // Only maps created by this editor are its adds (a change of an existing one is not).
             if (!map || map._item?.id.client !== doc.clientID) continue;
             if ((isNode ? nodes : edges).get(id)?.map === map) continue;
-            remember(isNode ? nodes : edges, id, map, isNode ? readNode(id, map) : readEdge(id, map));
+            remember(
+              isNode ? nodes : edges,
+              id,
+              map,
+              isNode ? readNode(id, map, layout) : readEdge(id, map, layout),
+            );
           }
         }
       }
+    // A field deep inside (a config entry, a text) changes the item too.
     for (const [watched, read] of [
       [nodes, readNode],
       [edges, readEdge],
     ] as const)
-      for (const [id, w] of watched) if (changedIn(tr).has(w.map)) w.last = read(id, w.map);
+      for (const [id, w] of watched)
+        if (
+          changedIn(tr).has(w.map) ||
+          (tr.changedParentTypes as unknown as Map<unknown, unknown>).has(w.map)
+        )
+          w.last = read(id, w.map, layout);
   };
 
   const lost = (watched: Map<string, Watched>, current: Y.Map<Y.Map<unknown>>, keys: Set<string | null>) => {
@@ -147,7 +162,7 @@ export function watchConcurrentAdds(doc: Y.Doc, now: () => number = Date.now): C
     // A separate transaction, after the remote one: it is this editor's own edit (undoable).
     queueMicrotask(() =>
       doc.transact(() => {
-        addNodes(doc, addedNodes, addedEdges);
+        addNodes(doc, addedNodes, addedEdges, layout);
         for (const f of follow) f();
       }, LOCAL),
     );

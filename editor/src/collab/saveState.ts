@@ -7,15 +7,29 @@
 import { flowTextHash, type RoomSaveStatus } from '../model/flowDoc.js';
 
 export interface RoomSaveView {
-  /** `saved`, `pending` (changes the server has not looked at yet), `new`, `invalid`, `renamed`, `empty`. */
-  kind: 'saved' | 'pending' | 'new' | 'invalid' | 'renamed' | 'empty';
+  /**
+   * `saved`, `pending` (changes the server has not looked at yet), `new`, `invalid`, `renamed`,
+   * `empty`, `refused` (the room refused a change: its document would pass the size limit).
+   */
+  kind: 'saved' | 'pending' | 'new' | 'invalid' | 'renamed' | 'empty' | 'refused';
   label: string;
   title: string;
   /** Whether what is shown is stored on the server. */
   saved: boolean;
 }
 
-export function roomSaveView(status: RoomSaveStatus | undefined, text: string): RoomSaveView | undefined {
+export function roomSaveView(
+  status: RoomSaveStatus | undefined,
+  text: string,
+  refused?: string,
+): RoomSaveView | undefined {
+  if (refused)
+    return {
+      kind: 'refused',
+      label: 'not saved: refused by the server',
+      title: `${refused}. Undo the last change (or export the flow) and reload to rejoin.`,
+      saved: false,
+    };
   if (!status) return undefined;
   if (status.hash !== undefined && status.hash !== flowTextHash(text))
     return {

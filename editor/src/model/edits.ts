@@ -4,8 +4,20 @@
  */
 import type { FlowEdgeT, FlowNodeT, PositionT } from '@switchboard/schemas';
 import { setOwn } from '@switchboard/schemas/core';
-import type * as Y from 'yjs';
-import { edgeToYMap, isPlainObject, LOCAL, nodeToYMap, parts } from './flowDoc.js';
+import * as Y from 'yjs';
+import {
+  type ConfigLayout,
+  configFromY,
+  edgeToYMap,
+  isPlainObject,
+  LOCAL,
+  nodeToYMap,
+  PLAIN_LAYOUT,
+  parts,
+  reconcileConfig,
+  setConfigField,
+  setMetaValue,
+} from './flowDoc.js';
 
 type Size = { width: number; height: number };
 
@@ -17,24 +29,29 @@ export interface NodePatch {
   label?: string | null;
 }
 
-export function addNodes(doc: Y.Doc, nodes: FlowNodeT[], edges: FlowEdgeT[] = []): void {
+export function addNodes(
+  doc: Y.Doc,
+  nodes: FlowNodeT[],
+  edges: FlowEdgeT[] = [],
+  layout: ConfigLayout = PLAIN_LAYOUT,
+): void {
   const p = parts(doc);
   doc.transact(() => {
     for (const n of nodes) {
       if (p.nodes.has(n.id)) throw new Error(`A node with id "${n.id}" already exists`);
-      p.nodes.set(n.id, nodeToYMap(n));
+      p.nodes.set(n.id, nodeToYMap(n, layout));
     }
     for (const e of edges) {
       if (p.edges.has(e.id)) throw new Error(`An edge with id "${e.id}" already exists`);
-      p.edges.set(e.id, edgeToYMap(e));
+      p.edges.set(e.id, edgeToYMap(e, layout));
     }
     if (nodes.length) p.nodeOrder.push(nodes.map((n) => n.id));
     if (edges.length) p.edgeOrder.push(edges.map((e) => e.id));
   }, LOCAL);
 }
 
-export function addEdge(doc: Y.Doc, edge: FlowEdgeT): void {
-  addNodes(doc, [], [edge]);
+export function addEdge(doc: Y.Doc, edge: FlowEdgeT, layout: ConfigLayout = PLAIN_LAYOUT): void {
+  addNodes(doc, [], [edge], layout);
 }
 
 function applyPatch(m: Y.Map<unknown>, patch: Record<string, unknown>): void {
@@ -62,44 +79,63 @@ export function patchEdge(doc: Y.Doc, id: string, patch: { label?: string | null
   doc.transact(() => applyPatch(m, patch), LOCAL);
 }
 
-/** Sets (or, with `undefined`, removes) one top-level key of a node's or edge's config. */
+function ownerOf(doc: Y.Doc, target: { node: string } | { edge: string }) {
+  const p = parts(doc);
+  return 'node' in target ? p.nodes.get(target.node) : p.edges.get(target.edge);
+}
+
+function shapeOf(owner: Y.Map<unknown>, target: { node: string } | { edge: string }, layout: ConfigLayout) {
+  const kind = String(owner.get('kind'));
+  return 'node' in target ? layout.node(kind) : layout.edge(kind);
+}
+
+/**
+ * Sets (or, with `undefined`, removes) one top-level key of a node's or edge's config, as the
+ * smallest change: a text gets the delete and insert that turn it into `value`, an object or
+ * list only the fields that differ, so a co-editor's concurrent edit elsewhere survives.
+ */
 export function setConfigValue(
   doc: Y.Doc,
   target: { node: string } | { edge: string },
   key: string,
   value: unknown,
+  layout: ConfigLayout = PLAIN_LAYOUT,
 ): void {
-  const p = parts(doc);
-  const owner = 'node' in target ? p.nodes.get(target.node) : p.edges.get(target.edge);
+  const owner = ownerOf(doc, target);
   if (!owner) return;
-  // A new object with the key replaced in place: key order stays as it was.
-  // An ordinary object (Yjs refuses null-prototype values), the key set as an own property.
-  const next: Record<string, unknown> = { ...readConfig(owner) };
-  if (value === undefined) Reflect.deleteProperty(next, key);
-  else setOwn(next, key, value);
-  doc.transact(() => owner.set('config', next), LOCAL);
+  const shape = shapeOf(owner, target, layout);
+  doc.transact(() => {
+    const cfg = owner.get('config');
+    if (cfg instanceof Y.Map) setConfigField(cfg, key, value, shape);
+    else {
+      const next: Record<string, unknown> = { ...readConfig(owner, layout) };
+      if (value === undefined) Reflect.deleteProperty(next, key);
+      // An ordinary object (Yjs refuses null-prototype values), the key set as an own property.
+      else setOwn(next, key, value);
+      reconcileConfig(owner, next, shape);
+    }
+  }, LOCAL);
 }
 
-/** Replaces a whole config (used by the raw JSON editor). */
+/** Replaces a whole config (used by the raw JSON editor), changing only the fields that differ. */
 export function replaceConfig(
   doc: Y.Doc,
   target: { node: string } | { edge: string },
   config: Record<string, unknown>,
+  layout: ConfigLayout = PLAIN_LAYOUT,
 ): void {
-  const p = parts(doc);
-  const owner = 'node' in target ? p.nodes.get(target.node) : p.edges.get(target.edge);
+  const owner = ownerOf(doc, target);
   if (!owner) return;
-  doc.transact(() => owner.set('config', structuredClone(config)), LOCAL);
+  const shape = shapeOf(owner, target, layout);
+  doc.transact(() => reconcileConfig(owner, config, shape), LOCAL);
 }
 
 /** Sets (or removes, with `undefined`) a top-level field of the flow: name, models, … */
 export function setMeta(doc: Y.Doc, key: string, value: unknown): void {
   if (key === 'nodes' || key === 'edges') throw new Error('nodes and edges are not flow settings');
   const { meta } = parts(doc);
-  doc.transact(() => {
-    if (value === undefined) meta.delete(key);
-    else meta.set(key, value);
-  }, LOCAL);
+  // The description is a shared text: the smallest delete and insert, as for config texts.
+  doc.transact(() => setMetaValue(meta, key, value), LOCAL);
 }
 
 /** The ids of `ids` and of every node nested in them. */
@@ -149,8 +185,14 @@ export function removeElements(
   return { nodes: [...nodes], edges: [...edges] };
 }
 
-/** A plain-JSON snapshot of one config value, for reading without Yjs types. */
-export function readConfig(owner: Y.Map<unknown> | undefined): Record<string, unknown> {
-  const c = owner?.get('config');
+/** A plain-JSON snapshot of one node's or edge's config, for reading without Yjs types. */
+export function readConfig(
+  owner: Y.Map<unknown> | undefined,
+  layout: ConfigLayout = PLAIN_LAYOUT,
+  isEdge = false,
+): Record<string, unknown> {
+  if (!owner) return {};
+  const kind = String(owner.get('kind'));
+  const c = configFromY(owner.get('config'), isEdge ? layout.edge(kind) : layout.node(kind));
   return isPlainObject(c) ? c : {};
 }

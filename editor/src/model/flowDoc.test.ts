@@ -1,11 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { defaultRegistry } from '@switchboard/nodes';
 import { serializeFlow } from '@switchboard/schemas';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
 import { richFlow } from '../testing/fixtures.js';
-import { docToFlow, flowToDoc, loadFlowIntoDoc, UnrepresentableFlowError } from './flowDoc.js';
+import { configLayout, docToFlow, flowToDoc, loadFlowIntoDoc, UnrepresentableFlowError } from './flowDoc.js';
+
+const layout = configLayout(defaultRegistry);
 
 const flowsDir = fileURLToPath(new URL('../../../flows/', import.meta.url));
 const flowFiles = (() => {
@@ -17,7 +20,7 @@ const flowFiles = (() => {
 })();
 
 function roundTrip(flow: unknown): string {
-  return serializeFlow(docToFlow(flowToDoc(flow)));
+  return serializeFlow(docToFlow(flowToDoc(flow, layout), layout));
 }
 
 describe('flow ↔ Y.Doc', () => {
@@ -26,20 +29,32 @@ describe('flow ↔ Y.Doc', () => {
     expect(roundTrip(f)).toBe(serializeFlow(f));
   });
 
-  it('keeps the order of unknown keys, nested config keys and node order', () => {
+  it('keeps node order and puts config keys in canonical order (schema, then unknown keys sorted)', () => {
     const f = richFlow();
     f.nodes.reverse();
-    (f.nodes[0]!.config as Record<string, unknown>).zz = { y: 1, x: 2 };
+    const cfg = f.nodes.find((n) => n.kind === 'agent')!.config as Record<string, unknown>;
+    const shuffled = Object.fromEntries([
+      ['zz', { y: 1, x: 2 }],
+      ['aa', 1],
+      ...Object.entries(cfg).reverse(),
+    ]);
+    f.nodes.find((n) => n.kind === 'agent')!.config = shuffled;
     const text = roundTrip(f);
-    expect(text).toBe(serializeFlow(f));
-    expect(text.indexOf('"zz"')).toBeGreaterThan(0);
+    const back = JSON.parse(text);
+    expect(back.nodes.map((n: { id: string }) => n.id)).toEqual(f.nodes.map((n) => n.id));
+    const keys = Object.keys(back.nodes.find((n: { kind: string }) => n.kind === 'agent').config);
+    expect(keys.slice(-2)).toEqual(['aa', 'zz']);
+    expect(keys.slice(0, 2)).toEqual(Object.keys(cfg).slice(0, 2));
+    // Whatever order came in, the same bytes go out.
+    f.nodes.find((n) => n.kind === 'agent')!.config = Object.fromEntries(Object.entries(shuffled).reverse());
+    expect(roundTrip(f)).toBe(text);
   });
 
   it('survives a sync to a second Y.Doc (what a collaborator receives)', () => {
-    const a = flowToDoc(richFlow());
+    const a = flowToDoc(richFlow(), layout);
     const b = new Y.Doc();
     Y.applyUpdate(b, Y.encodeStateAsUpdate(a));
-    expect(serializeFlow(docToFlow(b))).toBe(serializeFlow(richFlow()));
+    expect(serializeFlow(docToFlow(b, layout))).toBe(roundTrip(richFlow()));
   });
 
   it('replaces the whole content on load', () => {

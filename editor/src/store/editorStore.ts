@@ -18,6 +18,7 @@ import {
 import type { Edge, MarkerType, Node } from '@xyflow/react';
 import * as Y from 'yjs';
 import { type ConcurrentAddWatch, watchConcurrentAdds } from '../collab/concurrentAdds.js';
+import { watchTextChanges } from '../collab/textCarets.js';
 import { edgeCaption } from '../model/captions.js';
 import { copyFragment, type FlowFragment, pasteFragment } from '../model/clipboard.js';
 import { defaultHandles, judgeConnection } from '../model/connect.js';
@@ -33,12 +34,15 @@ import {
   setMeta,
 } from '../model/edits.js';
 import {
+  type ConfigLayout,
+  configLayout,
   docToFlow,
   LOCAL,
   loadFlowIntoDoc,
   orderedIds,
   parts,
   readEdge,
+  readMeta,
   readNode,
 } from '../model/flowDoc.js';
 import { idPrefix, newId } from '../model/ids.js';
@@ -107,6 +111,8 @@ export class EditorStore {
   /** The document; replaced as a whole when the editor joins a co-editing room. */
   private docNow: Y.Doc;
   readonly registry: KindRegistry;
+  /** How configs map into the shared document (from the registry's schemas). */
+  readonly layout: ConfigLayout;
   private undo_: Y.UndoManager;
   readonly runState = new RunState();
   /** Per node id: who else has it selected (`name|color` lines), from co-editing awareness. */
@@ -119,6 +125,12 @@ export class EditorStore {
   private p: ReturnType<typeof parts>;
   private readonly nodeCache = new Map<string, { rf: SbNode; kind: string; parent?: string }>();
   private readonly edgeCache = new Map<string, SbEdge>();
+  /**
+   * Each node's and edge's JSON (`n:id`, `e:id`), dropped when a transaction touches it: reading
+   * the whole document back on every keystroke (the toolbar's save state, the inspector) costs
+   * tens of milliseconds on a flow of a thousand nodes.
+   */
+  private readonly json = new Map<string, FlowNodeT | FlowEdgeT>();
   private readonly ui = new Map<string, NodeUi>();
   private selectedNodes = new Set<string>();
   private selectedEdges = new Set<string>();
@@ -136,14 +148,18 @@ export class EditorStore {
   private version = 0;
   /** Re-adds what this editor drew when a co-editor's add took the same id at the same moment. */
   private adds: ConcurrentAddWatch;
+  /** Records co-editors' changes to texts, so inputs can keep their caret exactly (textCarets.ts). */
+  private offTexts: () => void;
 
   constructor(opts: EditorStoreOptions) {
     this.registry = opts.registry;
+    this.layout = configLayout(opts.registry);
     this.validateDelay = opts.validateDelay ?? 250;
     this.docNow = opts.doc ?? new Y.Doc();
     this.p = parts(this.docNow);
     this.undo_ = this.newUndoManager();
-    this.adds = watchConcurrentAdds(this.docNow);
+    this.adds = watchConcurrentAdds(this.docNow, this.layout);
+    this.offTexts = watchTextChanges(this.docNow);
     this.docNow.on('afterTransaction', this.onTransaction);
     this.rebuildAll();
   }
@@ -166,6 +182,7 @@ export class EditorStore {
 
   dispose(): void {
     this.adds.dispose();
+    this.offTexts();
     this.docNow.off('afterTransaction', this.onTransaction);
     if (this.validateTimer) clearTimeout(this.validateTimer);
     this.undo_.destroy();
@@ -180,16 +197,19 @@ export class EditorStore {
     this.docNow.off('afterTransaction', this.onTransaction);
     this.undo_.destroy();
     this.adds.dispose();
+    this.offTexts();
     this.docNow = doc;
     this.p = parts(doc);
     this.undo_ = this.newUndoManager();
-    this.adds = watchConcurrentAdds(doc);
+    this.adds = watchConcurrentAdds(doc, this.layout);
+    this.offTexts = watchTextChanges(doc);
     doc.on('afterTransaction', this.onTransaction);
     this.ui.clear();
     this.selectedNodes.clear();
     this.selectedEdges.clear();
     this.nodeCache.clear();
     this.edgeCache.clear();
+    this.json.clear();
     this.version++;
     this.rebuildAll();
     this.recomputeLinks();
@@ -224,26 +244,42 @@ export class EditorStore {
     return this.version;
   }
 
+  /** The flow, sharing the cached node and edge objects: for readers that do not change it. */
+  private sharedFlow(): Flow {
+    const cached = <T>(key: string, read: () => T): T => {
+      let v = this.json.get(key) as T | undefined;
+      if (v === undefined) {
+        v = read();
+        this.json.set(key, v as FlowNodeT);
+      }
+      return v;
+    };
+    return docToFlow(this.doc, this.layout, {
+      node: (id, m) => cached(`n:${id}`, () => readNode(id, m, this.layout)),
+      edge: (id, m) => cached(`e:${id}`, () => readEdge(id, m, this.layout)),
+    });
+  }
+
   toFlow(): Flow {
-    return docToFlow(this.doc);
+    return structuredClone(this.sharedFlow());
   }
 
   serialize(): string {
-    return serializeFlow(this.toFlow());
+    return serializeFlow(this.sharedFlow());
   }
 
   meta(key: string): unknown {
-    return this.p.meta.get(key);
+    return readMeta(key, this.p.meta.get(key));
   }
 
   readNode(id: string): FlowNodeT | undefined {
     const m = this.p.nodes.get(id);
-    return m ? readNode(id, m) : undefined;
+    return m ? readNode(id, m, this.layout) : undefined;
   }
 
   readEdge(id: string): FlowEdgeT | undefined {
     const m = this.p.edges.get(id);
-    return m ? readEdge(id, m) : undefined;
+    return m ? readEdge(id, m, this.layout) : undefined;
   }
 
   kindOf(id: string): NodeKindDefinition | undefined {
@@ -287,7 +323,7 @@ export class EditorStore {
   validateNow(): ProblemSet {
     if (this.validateTimer) clearTimeout(this.validateTimer);
     this.validateTimer = undefined;
-    const r = validate(this.toFlow());
+    const r = validate(this.sharedFlow());
     this.setProblems({ errors: r.errors, warnings: r.warnings });
     return this.problemSet;
   }
@@ -324,6 +360,8 @@ export class EditorStore {
     const { nodes, edges, meta, nodeOrder, edgeOrder } = this.p as unknown as Record<string, unknown>;
     for (const [type] of tr.changed) {
       if (type === nodeOrder || type === edgeOrder || type === meta) structure = true;
+      // A flow-level text (the description) changed inside `meta`.
+      if ((type as Y.AbstractType<unknown>)._item?.parent === meta) structure = true;
     }
     for (const [type, keys] of tr.changed) {
       if (type === nodes) for (const k of keys) if (k) nodeIds.add(k);
@@ -337,6 +375,8 @@ export class EditorStore {
         t = parent;
       }
     }
+    for (const id of nodeIds) this.json.delete(`n:${id}`);
+    for (const id of edgeIds) this.json.delete(`e:${id}`);
     if (!structure && nodeIds.size === 0 && edgeIds.size === 0) return;
     this.version++;
     this.refresh(nodeIds, edgeIds);
@@ -359,7 +399,7 @@ export class EditorStore {
     const size =
       ui?.size ?? (m.get('size') as Size | undefined) ?? (def?.display.group ? def.display.size : undefined);
     const label = m.get('label');
-    const data: NodeData = { kind, config: readConfig(m) };
+    const data: NodeData = { kind, config: readConfig(m, this.layout) };
     if (typeof label === 'string') data.label = label;
     const rf: SbNode = { id, type: def?.display.group ? 'group' : 'kind', position, data };
     if (size) {
@@ -390,7 +430,7 @@ export class EditorStore {
   private deriveEdge(id: string): SbEdge | undefined {
     const m = this.p.edges.get(id);
     if (!m) return undefined;
-    const e = readEdge(id, m);
+    const e = readEdge(id, m, this.layout);
     const s = this.p.nodes.get(e.source);
     const t = this.p.nodes.get(e.target);
     if (!s || !t) return undefined; // dangling: listed as a problem, not drawn
@@ -402,7 +442,7 @@ export class EditorStore {
     const sourceHandle = has(sDef, e.sourceHandle, 'source') ? e.sourceHandle : dflt.sourceHandle;
     const targetHandle = has(tDef, e.targetHandle, 'target') ? e.targetHandle : dflt.targetHandle;
     if (!sourceHandle || !targetHandle) return undefined; // kinds without such ports: a validator error
-    const caption = edgeCaption(e, sDef?.role, readConfig(s));
+    const caption = edgeCaption(e, sDef?.role, readConfig(s, this.layout));
     const rf: SbEdge = {
       id,
       source: e.source,
@@ -519,8 +559,7 @@ export class EditorStore {
     const m = this.p.nodes.get(id);
     const label = m?.get('label');
     if (typeof label === 'string' && label) return label;
-    const cfg = m?.get('config');
-    const name = cfg && typeof cfg === 'object' ? (cfg as { name?: unknown }).name : undefined;
+    const name = readConfig(m, this.layout).name;
     return typeof name === 'string' && name ? name : id;
   }
 
@@ -675,7 +714,7 @@ export class EditorStore {
     };
     if (parent) node.parent = parent;
     if (def.display.size) node.size = { ...def.display.size };
-    this.step(() => addNodes(this.doc, [node]));
+    this.step(() => addNodes(this.doc, [node], [], this.layout));
     this.select({ nodes: [id] });
     return id;
   }
@@ -785,7 +824,7 @@ export class EditorStore {
     const dflt = defaultHandles(v.kind, this.kindOf(source), this.kindOf(target));
     if (v.sourcePort.id !== dflt.sourceHandle) edge.sourceHandle = v.sourcePort.id;
     if (v.targetPort.id !== dflt.targetHandle) edge.targetHandle = v.targetPort.id;
-    this.step(() => addNodes(this.doc, [], [edge]));
+    this.step(() => addNodes(this.doc, [], [edge], this.layout));
     return { id };
   }
 
@@ -811,7 +850,7 @@ export class EditorStore {
       this.registry,
       offset,
     );
-    this.step(() => addNodes(this.doc, out.nodes, out.edges));
+    this.step(() => addNodes(this.doc, out.nodes, out.edges, this.layout));
     this.select({
       nodes: out.nodes.filter((n) => !n.parent || !out.nodes.some((m) => m.id === n.parent)).map((n) => n.id),
     });
@@ -825,13 +864,13 @@ export class EditorStore {
 
   /** Replaces a whole config (the raw JSON editor), as one undo step. */
   replaceConfig(target: { node: string } | { edge: string }, config: Record<string, unknown>): void {
-    this.step(() => replaceConfig(this.doc, target, config));
+    this.step(() => replaceConfig(this.doc, target, config, this.layout));
   }
 
   /** Sets one config field. Typing merges into one undo step; other changes stand alone. */
   setConfig(target: { node: string } | { edge: string }, key: string, value: unknown, typing = false): void {
-    if (typing) setConfigValue(this.doc, target, key, value);
-    else this.step(() => setConfigValue(this.doc, target, key, value));
+    if (typing) setConfigValue(this.doc, target, key, value, this.layout);
+    else this.step(() => setConfigValue(this.doc, target, key, value, this.layout));
   }
 
   setNodeLabel(id: string, label: string, typing = false): void {
@@ -872,7 +911,7 @@ export class EditorStore {
     this.ui.clear();
     this.selectedNodes.clear();
     this.selectedEdges.clear();
-    loadFlowIntoDoc(this.doc, flow);
+    loadFlowIntoDoc(this.doc, flow, this.layout);
     this.undoManager.clear();
     this.validateNow();
     for (const fn of this.loadListeners) fn();

@@ -49,7 +49,11 @@ function SaveState() {
   const saving = room?.saving;
   const savingKey = JSON.stringify(saving ?? null);
   // biome-ignore lint/correctness/useExhaustiveDependencies: the status is compared by content (savingKey)
-  const server = useMemo(() => (live ? roomSaveView(saving, text) : undefined), [live, savingKey, text]);
+  const refused = room?.refused;
+  const server = useMemo(
+    () => (live || refused ? roomSaveView(saving, text, refused) : undefined),
+    [live, savingKey, text, refused],
+  );
   if (room?.closed)
     return (
       <span

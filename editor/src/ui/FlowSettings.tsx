@@ -6,7 +6,7 @@ import { Budgets, type McpServerConfigT, type ModelConfigT, setOwn } from '@swit
 import { useId, useState } from 'react';
 import type { JsonSchema } from '../model/schemaForm.js';
 import { useDocVersion, useEditor } from './context.js';
-import { Help, JsonEditor } from './fields.js';
+import { Help, JsonEditor, useSharedText } from './fields.js';
 import { type RefChoices, SchemaForm } from './SchemaForm.js';
 
 const ENV_REF = /^\$\{env:[A-Za-z_][A-Za-z0-9_]*\}$/;
@@ -30,24 +30,29 @@ function TextField(props: {
   help?: string;
 }) {
   const id = useId();
+  // Bound like the inspector's texts: the description is a shared text (carets kept).
+  const area = useSharedText<HTMLTextAreaElement>(props.value);
+  const line = useSharedText<HTMLInputElement>(props.value);
   return (
     <div className="sb-field">
       <label htmlFor={id}>{props.label}</label>
       {props.multiline ? (
         <textarea
           id={id}
+          ref={area.ref}
           rows={2}
           value={props.value}
           data-testid={props.testid}
-          onChange={(e) => props.onChange(e.target.value)}
+          onChange={(e) => props.onChange(area.read(e))}
         />
       ) : (
         <input
           id={id}
+          ref={line.ref}
           value={props.value}
           data-testid={props.testid}
           placeholder={props.placeholder}
-          onChange={(e) => props.onChange(e.target.value)}
+          onChange={(e) => props.onChange(line.read(e))}
         />
       )}
       <Help text={props.help} />

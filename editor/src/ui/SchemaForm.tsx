@@ -7,7 +7,7 @@
 import { setOwn } from '@switchboard/schemas/core';
 import { useId } from 'react';
 import { fieldsOf, initialValue, type JsonSchema, widgetFor } from '../model/schemaForm.js';
-import { Help, JsonEditor, StringListEditor, TemplateEditor } from './fields.js';
+import { Help, JsonEditor, SharedTextInput, StringListEditor, TemplateEditor } from './fields.js';
 
 export interface RefChoices {
   models: string[];
@@ -134,17 +134,7 @@ export function Field(props: {
       return (
         <div className="sb-field">
           <label htmlFor={id}>{label}</label>
-          {w.multiline ? (
-            <textarea
-              id={id}
-              rows={3}
-              value={v}
-              data-testid={testid}
-              onChange={(e) => set(e.target.value, true)}
-            />
-          ) : (
-            <input id={id} value={v} data-testid={testid} onChange={(e) => set(e.target.value, true)} />
-          )}
+          <SharedTextInput id={id} value={v} multiline={w.multiline} testid={testid} onChange={set} />
           <Help text={help} />
         </div>
       );

@@ -1,7 +1,51 @@
 /** Small form widgets: a text area for templates, a JSON editor, a list-of-strings editor. */
-import { useEffect, useId, useRef, useState } from 'react';
+import { setTextEditHint, textDiff } from '@switchboard/schemas/ydoc';
+import { type ChangeEvent, useEffect, useId, useLayoutEffect, useRef, useState } from 'react';
+import { caretThroughRemote } from '../collab/textCarets.js';
 import { jsonSchemaProblem } from '../model/schemaForm.js';
 import { checkTemplate, TEMPLATE_VARS } from '../model/templateVars.js';
+
+type TextElement = HTMLInputElement | HTMLTextAreaElement;
+
+/** Where a caret ends up when the text around it changed by `d` (a co-editor's edit). */
+export function mapCaret(c: number, d: { at: number; del: number; ins: string }): number {
+  if (c <= d.at) return c;
+  if (c >= d.at + d.del) return c - d.del + d.ins.length;
+  return d.at + d.ins.length;
+}
+
+/**
+ * Binds a text input to a shared text: the person's own edit is sent with where their caret
+ * ended up (so the document gets the insert where it was typed, see `setTextEditHint`), and a
+ * co-editor's edit arriving while they type moves their caret and selection along with the
+ * text instead of throwing it to the end.
+ */
+export function useSharedText<T extends TextElement>(value: string) {
+  const ref = useRef<T>(null);
+  const before = useRef<{ value: string; start: number; end: number } | undefined>(undefined);
+  // Read while rendering: the element still shows the previous text and its selection.
+  const el = ref.current;
+  if (el && el.value !== value && document.activeElement === el)
+    before.current = { value: el.value, start: el.selectionStart ?? 0, end: el.selectionEnd ?? 0 };
+  useLayoutEffect(() => {
+    const b = before.current;
+    before.current = undefined;
+    const node = ref.current;
+    if (!b || !node || document.activeElement !== node || node.value !== value) return;
+    // Exactly where the co-editor's change went, when it is known; else the strings' diff.
+    const d = textDiff(b.value, value);
+    const start = caretThroughRemote(b.value, value, b.start) ?? mapCaret(b.start, d);
+    const end = caretThroughRemote(b.value, value, b.end) ?? mapCaret(b.end, d);
+    node.setSelectionRange(start, end);
+  }, [value]);
+  /** The value of an input event, with the caret recorded for the diff. */
+  const read = (e: ChangeEvent<T>): string => {
+    const v = e.target.value;
+    setTextEditHint(v, e.target.selectionEnd ?? v.length);
+    return v;
+  };
+  return { ref, read };
+}
 
 export function Help({ text }: { text?: string }) {
   return text ? <div className="sb-help">{text}</div> : null;
@@ -19,14 +63,16 @@ export function TemplateEditor(props: {
   help?: string;
 }) {
   const id = useId();
-  const ref = useRef<HTMLTextAreaElement>(null);
+  const { ref, read } = useSharedText<HTMLTextAreaElement>(props.value);
   const check = checkTemplate(props.value);
   const insert = (name: string) => {
     const el = ref.current;
     const token = name.endsWith('.') ? `{{${name}key}}` : `{{${name}}}`;
     const start = el?.selectionStart ?? props.value.length;
     const end = el?.selectionEnd ?? props.value.length;
-    props.onChange(props.value.slice(0, start) + token + props.value.slice(end), false);
+    const next = props.value.slice(0, start) + token + props.value.slice(end);
+    setTextEditHint(next, start + token.length);
+    props.onChange(next, false);
     requestAnimationFrame(() => {
       el?.focus();
       el?.setSelectionRange(start + token.length, start + token.length);
@@ -42,7 +88,7 @@ export function TemplateEditor(props: {
         value={props.value}
         data-testid={props.testid}
         spellCheck={false}
-        onChange={(e) => props.onChange(e.target.value, true)}
+        onChange={(e) => props.onChange(read(e), true)}
       />
       <fieldset className="sb-template-vars">
         <legend className="sb-sr-only">{`Insert a variable into ${props.label}`}</legend>
@@ -180,5 +226,35 @@ export function StringListEditor(props: {
       />
       <Help text={props.help} />
     </div>
+  );
+}
+
+/** A one-line or multi-line input bound to a shared text (see `useSharedText`). */
+export function SharedTextInput(props: {
+  id: string;
+  value: string;
+  multiline: boolean;
+  testid?: string;
+  onChange(v: string, typing: boolean): void;
+}) {
+  const area = useSharedText<HTMLTextAreaElement>(props.value);
+  const line = useSharedText<HTMLInputElement>(props.value);
+  return props.multiline ? (
+    <textarea
+      id={props.id}
+      ref={area.ref}
+      rows={3}
+      value={props.value}
+      data-testid={props.testid}
+      onChange={(e) => props.onChange(area.read(e), true)}
+    />
+  ) : (
+    <input
+      id={props.id}
+      ref={line.ref}
+      value={props.value}
+      data-testid={props.testid}
+      onChange={(e) => props.onChange(line.read(e), true)}
+    />
   );
 }

@@ -85,7 +85,7 @@ export interface ServerOptions {
   logger?: FastifyServerOptions['logger'];
   hub?: HubOptions;
   /** Co-editing rooms: save delays and how long an empty room is kept (tests shorten them). */
-  rooms?: Pick<RoomHooks, 'saveDelayMs' | 'saveMaxDelayMs' | 'idleMs'>;
+  rooms?: Pick<RoomHooks, 'saveDelayMs' | 'saveMaxDelayMs' | 'idleMs' | 'limits'>;
   /** Passed to the run manager (engine, models, tools). */
   runs?: Omit<RunManagerOptions, 'store' | 'publish' | 'logger'>;
   /** `os`: no per-turn fsync (survives kill -9, not power loss). Default `fsync`. */

@@ -5,8 +5,8 @@
  *    editor's static build (GET/HEAD, never an upgrade, never under `/api`). The valid token always
  *    passes; wrong ones are counted per address prefix and globally, and answered 429 past the
  *    limit (security.ts, FailureLimiter);
- * 3. WebSocket upgrades must come from an allowed Origin; other requests that carry an Origin
- *    and change state must too (cross-site requests).
+ * 3. WebSocket upgrades that carry an Origin (every browser's do) must come from an allowed one;
+ *    other requests that carry an Origin and change state must too (cross-site requests).
  * The client address is `req.ip`: the socket's own, or, when fastify's `trustProxy` names the
  * socket as a proxy the operator trusts, the nearest untrusted `X-Forwarded-For` entry.
  */
@@ -69,7 +69,10 @@ export function installGuard(app: FastifyInstance, cfg: GuardConfig): void {
     const isUpgrade = req.headers.upgrade !== undefined && req.headers.upgrade.toLowerCase() === 'websocket';
     const origin = req.headers.origin;
     if (isUpgrade) {
-      if (typeof origin !== 'string' || !cfg.origins().has(origin))
+      // Browsers always send Origin with a WebSocket upgrade, so a hostile page is refused here;
+      // a program (a script with stock y-websocket, a bot) sends none and is let through to the
+      // token check, like any HTTP client of the API.
+      if (origin !== undefined && (typeof origin !== 'string' || !cfg.origins().has(origin)))
         return refuse(
           reply,
           403,

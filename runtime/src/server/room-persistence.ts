@@ -16,16 +16,18 @@
  * Saving a room approves nothing: stdio commands a saved flow names still wait for the local
  * operator's consent (`switchboard trust`), as for any flow that arrived through the API.
  */
-import { validate } from '@switchboard/nodes';
+import { defaultRegistry, validate } from '@switchboard/nodes';
 import { type Flow, serializeFlow } from '@switchboard/schemas';
 import {
   applyFlowToDoc,
+  configLayout,
   docToFlow,
   flowTextHash,
   isEmptyFlowDoc,
   LOAD,
   ROOM_STATUS_FIELD,
   type RoomSaveStatus,
+  seedDoc,
 } from '@switchboard/schemas/ydoc';
 import type { FastifyBaseLogger } from 'fastify';
 import * as Y from 'yjs';
@@ -56,7 +58,9 @@ export interface FlowRoomLink {
   isOpen(id: string): boolean;
 }
 
-const docText = (doc: Y.Doc) => serializeFlow(docToFlow(doc));
+/** The built-in kinds' schemas decide the layout (as in the editor, which uses the same registry). */
+const LAYOUT = configLayout(defaultRegistry);
+const docText = (doc: Y.Doc) => serializeFlow(docToFlow(doc, LAYOUT));
 
 export type { RoomSaveStatus };
 
@@ -131,8 +135,27 @@ export class RoomPersistence implements FlowRoomLink {
       return;
     }
     if (history) Y.applyUpdate(doc, history, LOAD);
-    // The catalog is the truth: a REST write made while the room was closed lands as a change.
-    applyFlowToDoc(doc, rec.flow, LOAD);
+    // No history: the deterministic seed, the same items as any earlier seed of this flow, so an
+    // editor that kept the document through a restart merges its offline edits into it.
+    else seedDoc(doc, rec.flow, LAYOUT, LOAD);
+    // The catalog is the truth: a REST write made while the room was closed lands as a change;
+    // a history in the old layout is converted. Either change is made by this server's random
+    // client id, so it is written to the history before anyone sees it: the next load must
+    // continue these items, not make other ones.
+    let changed = false;
+    const mark = () => {
+      changed = true;
+    };
+    // (A fresh seed is the catalog's flow already.)
+    if (history) {
+      doc.on('update', mark);
+      try {
+        applyFlowToDoc(doc, rec.flow, LAYOUT, LOAD);
+      } finally {
+        doc.off('update', mark);
+      }
+    }
+    if (changed) await this.writeHistory(name, Y.encodeStateAsUpdate(doc));
     st.baseline = docText(doc);
     this.report(name, doc, { state: 'unchanged', rev: rec.rev }, st.baseline);
   }
@@ -165,7 +188,7 @@ export class RoomPersistence implements FlowRoomLink {
     let flow: Flow;
     let text: string;
     try {
-      flow = docToFlow(doc);
+      flow = docToFlow(doc, LAYOUT);
       text = serializeFlow(flow);
     } catch {
       // A peer wrote something that is not a flow at all: nothing to save.
@@ -213,7 +236,7 @@ export class RoomPersistence implements FlowRoomLink {
   async stored(flow: Flow): Promise<void> {
     const doc = await this.rooms?.loaded(flow.id).catch(() => undefined);
     if (!doc) return;
-    applyFlowToDoc(doc, flow, REST_WRITE);
+    applyFlowToDoc(doc, flow, LAYOUT, REST_WRITE);
     const st = this.stateOf(doc);
     st.baseline = docText(doc);
     this.report(flow.id, doc, { state: 'unchanged', rev: this.records.get(flow.id)?.rev }, st.baseline);

@@ -5,14 +5,25 @@
  * What a room holds is loaded and saved through hooks (the server's are in room-persistence.ts):
  * a save runs a quiet moment after the last change (and at least every `saveMaxDelayMs` while
  * changes keep coming), when the last client leaves, and on shutdown; saves of one room never
- * overlap.
+ * overlap. Limits (room-limits.ts): a client that does not read is dropped, an update that would
+ * take the document past its size limit is refused (close 4413, with the limit in the reason),
+ * awareness updates are bounded in size and rate, and no client can set the server's status.
  */
+
+import { ROOM_STATUS_FIELD } from '@switchboard/schemas/ydoc';
 import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
 import type { WebSocket } from 'ws';
 import * as awarenessProtocol from 'y-protocols/awareness';
 import * as syncProtocol from 'y-protocols/sync';
 import * as Y from 'yjs';
+import {
+  CLOSE_TOO_LARGE,
+  DEFAULT_ROOM_LIMITS,
+  filterAwareness,
+  RateBucket,
+  type RoomLimits,
+} from './room-limits.js';
 
 const MESSAGE_SYNC = 0;
 const MESSAGE_AWARENESS = 1;
@@ -31,13 +42,27 @@ export interface RoomHooks {
   idleMs?: number;
   /** A load or save that failed (logged by the caller; the room keeps its document). */
   onError?: (name: string, op: 'load' | 'save', err: unknown) => void;
+  /** Bounds on what clients make a room hold (defaults in room-limits.ts). */
+  limits?: Partial<RoomLimits>;
+  /** Awareness field only the server may set (clients' values are taken out). Default `roomStatus`. */
+  serverField?: string;
+}
+
+/** One connection: the awareness client ids it controls and its awareness rate. */
+interface Conn {
+  ids: Set<number>;
+  bucket: RateBucket;
+  /** The latest awareness update held back by the rate limit (applied when it allows). */
+  held?: Uint8Array;
+  heldTimer?: NodeJS.Timeout;
 }
 
 class Room {
   readonly doc = new Y.Doc({ gc: true });
   readonly awareness = new awarenessProtocol.Awareness(this.doc);
-  /** Each connection and the awareness client ids it controls. */
-  readonly conns = new Map<WebSocket, Set<number>>();
+  readonly conns = new Map<WebSocket, Conn>();
+  /** The encoded document's size, measured at load and after refusals, plus updates since. */
+  docBytes = 0;
   idleTimer: NodeJS.Timeout | undefined;
   private saveTimer: NodeJS.Timeout | undefined;
   /** When the oldest unsaved change and the newest one happened (ms). */
@@ -50,20 +75,27 @@ class Room {
   lastWriter: WebSocket | undefined;
   /** Its display name when it wrote (it may have left by the time the room is saved). */
   lastWriterName: string | undefined;
+  readonly limits: RoomLimits;
 
   constructor(
     readonly name: string,
     private readonly hooks: RoomHooks,
   ) {
+    this.limits = { ...DEFAULT_ROOM_LIMITS, ...hooks.limits };
     this.awareness.setLocalState(null);
-    this.ready = Promise.resolve().then(() => hooks.load?.(name, this.doc));
+    this.ready = Promise.resolve()
+      .then(() => hooks.load?.(name, this.doc))
+      .then(() => {
+        this.docBytes = Y.encodeStateAsUpdate(this.doc).byteLength;
+      });
     this.ready.catch((err) => hooks.onError?.(name, 'load', err));
     this.doc.on('update', (update: Uint8Array, origin: unknown) => {
       const enc = encoding.createEncoder();
       encoding.writeVarUint(enc, MESSAGE_SYNC);
       syncProtocol.writeUpdate(enc, update);
       const msg = encoding.toUint8Array(enc);
-      for (const c of this.conns.keys()) if (c !== origin) send(c, msg);
+      for (const c of this.conns.keys()) if (c !== origin) send(c, msg, this.limits.maxBuffered);
+      this.docBytes += update.byteLength;
       if (this.conns.has(origin as WebSocket)) {
         this.lastWriter = origin as WebSocket;
         this.lastWriterName = this.nameOf(origin as WebSocket) ?? this.lastWriterName;
@@ -77,7 +109,7 @@ class Room {
         origin: unknown,
       ) => {
         const changed = added.concat(updated, removed);
-        const ids = this.conns.get(origin as WebSocket);
+        const ids = this.conns.get(origin as WebSocket)?.ids;
         if (ids) {
           for (const id of added) ids.add(id);
           for (const id of removed) ids.delete(id);
@@ -86,14 +118,14 @@ class Room {
         encoding.writeVarUint(enc, MESSAGE_AWARENESS);
         encoding.writeVarUint8Array(enc, awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed));
         const msg = encoding.toUint8Array(enc);
-        for (const c of this.conns.keys()) send(c, msg);
+        for (const c of this.conns.keys()) send(c, msg, this.limits.maxBuffered);
       },
     );
   }
 
   /** The display name (awareness `user.name`) a connection gave itself, if it is connected. */
   nameOf(ws: WebSocket): string | undefined {
-    for (const id of this.conns.get(ws) ?? []) {
+    for (const id of this.conns.get(ws)?.ids ?? []) {
       const user = (this.awareness.getStates().get(id) as { user?: { name?: unknown } } | undefined)?.user;
       if (typeof user?.name === 'string') return user.name;
     }
@@ -158,12 +190,29 @@ class Room {
   }
 }
 
-function send(ws: WebSocket, msg: Uint8Array): void {
+/**
+ * Sends, unless the connection already holds more than `maxBuffered` unsent: then it has not
+ * been reading, and it is dropped (terminated: a close frame would only queue behind the rest).
+ */
+function send(ws: WebSocket, msg: Uint8Array, maxBuffered: number): void {
   if (ws.readyState !== ws.OPEN) return;
+  if (ws.bufferedAmount > maxBuffered) {
+    slowDrops++;
+    ws.terminate();
+    return;
+  }
   ws.send(msg, { binary: true }, (err) => {
     if (err) ws.terminate();
   });
 }
+
+/** Connections dropped for not reading, since the process started (tests, diagnostics). */
+let slowDrops = 0;
+export const roomStats = {
+  get slowDrops(): number {
+    return slowDrops;
+  },
+};
 
 export class YjsRooms {
   private readonly rooms = new Map<string, Room>();
@@ -245,8 +294,9 @@ export class YjsRooms {
 
   async attach(ws: WebSocket, name: string): Promise<void> {
     const room = this.room(name);
+    const max = room.limits.maxBuffered;
     ws.binaryType = 'arraybuffer';
-    room.conns.set(ws, new Set());
+    room.conns.set(ws, { ids: new Set(), bucket: new RateBucket(room.limits.awarenessPerSecond) });
     // Messages that arrive while the room loads are queued, not lost.
     const queue: Uint8Array[] = [];
     let loaded = false;
@@ -270,7 +320,7 @@ export class YjsRooms {
     const enc = encoding.createEncoder();
     encoding.writeVarUint(enc, MESSAGE_SYNC);
     syncProtocol.writeSyncStep1(enc, room.doc);
-    send(ws, encoding.toUint8Array(enc));
+    send(ws, encoding.toUint8Array(enc), max);
     const states = room.awareness.getStates();
     if (states.size > 0) {
       const a = encoding.createEncoder();
@@ -279,36 +329,64 @@ export class YjsRooms {
         a,
         awarenessProtocol.encodeAwarenessUpdate(room.awareness, [...states.keys()]),
       );
-      send(ws, encoding.toUint8Array(a));
+      send(ws, encoding.toUint8Array(a), max);
     }
     for (const m of queue.splice(0)) this.onMessage(room, ws, m);
   }
 
+  /**
+   * Whether an update of `size` bytes may go into the room's document. The running estimate
+   * (updates add up, deletions are not subtracted) is measured again before refusing.
+   */
+  private fits(room: Room, size: number): boolean {
+    const limit = room.limits.maxDocBytes;
+    if (room.docBytes + size <= limit) return true;
+    room.docBytes = Y.encodeStateAsUpdate(room.doc).byteLength;
+    return room.docBytes + size <= limit;
+  }
+
   private onMessage(room: Room, ws: WebSocket, bytes: Uint8Array): void {
+    const max = room.limits.maxBuffered;
     try {
       const dec = decoding.createDecoder(bytes);
       const enc = encoding.createEncoder();
       const type = decoding.readVarUint(dec);
       switch (type) {
-        case MESSAGE_SYNC:
+        case MESSAGE_SYNC: {
+          // Step 2 and updates change the document; step 1 only asks for what is missing.
+          const sub = decoding.peekVarUint(dec);
+          if (sub !== syncProtocol.messageYjsSyncStep1 && !this.fits(room, bytes.byteLength)) {
+            this.tooLarge(room, ws);
+            return;
+          }
           encoding.writeVarUint(enc, MESSAGE_SYNC);
           syncProtocol.readSyncMessage(dec, enc, room.doc, ws, () => {
             // y-protocols would only log a bad update; the sender is broken or hostile.
             ws.close(4400, 'malformed Yjs update');
           });
           // Only a reply to sync step 1 has content beyond the message type.
-          if (encoding.length(enc) > 1) send(ws, encoding.toUint8Array(enc));
+          if (encoding.length(enc) > 1) send(ws, encoding.toUint8Array(enc), max);
           break;
-        case MESSAGE_AWARENESS:
-          awarenessProtocol.applyAwarenessUpdate(room.awareness, decoding.readVarUint8Array(dec), ws);
+        }
+        case MESSAGE_AWARENESS: {
+          const update = decoding.readVarUint8Array(dec);
+          if (update.byteLength > room.limits.maxAwarenessBytes) {
+            ws.close(
+              CLOSE_TOO_LARGE,
+              `awareness update of ${update.byteLength} bytes refused: the limit is ${room.limits.maxAwarenessBytes}`,
+            );
+            return;
+          }
+          this.awarenessFrom(room, ws, update);
           break;
+        }
         case MESSAGE_QUERY_AWARENESS: {
           encoding.writeVarUint(enc, MESSAGE_AWARENESS);
           encoding.writeVarUint8Array(
             enc,
             awarenessProtocol.encodeAwarenessUpdate(room.awareness, [...room.awareness.getStates().keys()]),
           );
-          send(ws, encoding.toUint8Array(enc));
+          send(ws, encoding.toUint8Array(enc), max);
           break;
         }
         default:
@@ -320,11 +398,50 @@ export class YjsRooms {
     }
   }
 
+  private tooLarge(room: Room, ws: WebSocket): void {
+    this.refusals++;
+    ws.close(
+      CLOSE_TOO_LARGE,
+      `the room's document would pass its limit of ${room.limits.maxDocBytes} bytes; the change was refused`,
+    );
+  }
+
+  /** Updates refused because the document would have passed its size limit (tests). */
+  refusals = 0;
+
+  /**
+   * Applies a client's awareness update within the rate limit: over it, the latest update waits
+   * for the next token (earlier held ones are superseded: awareness is state, not a log).
+   */
+  private awarenessFrom(room: Room, ws: WebSocket, update: Uint8Array): void {
+    const conn = room.conns.get(ws);
+    if (!conn) return;
+    const clean = filterAwareness(
+      update,
+      room.awareness.clientID,
+      this.hooks.serverField ?? ROOM_STATUS_FIELD,
+    );
+    if (conn.bucket.take()) {
+      awarenessProtocol.applyAwarenessUpdate(room.awareness, clean, ws);
+      return;
+    }
+    conn.held = clean;
+    if (conn.heldTimer) return;
+    conn.heldTimer = setTimeout(() => {
+      conn.heldTimer = undefined;
+      const held = conn.held;
+      conn.held = undefined;
+      if (held && room.conns.get(ws) === conn) this.awarenessFrom(room, ws, held);
+    }, conn.bucket.waitMs());
+    conn.heldTimer.unref();
+  }
+
   private leave(room: Room, ws: WebSocket): void {
-    const ids = room.conns.get(ws);
-    if (!ids) return;
+    const conn = room.conns.get(ws);
+    if (!conn) return;
     room.conns.delete(ws);
-    awarenessProtocol.removeAwarenessStates(room.awareness, [...ids], null);
+    if (conn.heldTimer) clearTimeout(conn.heldTimer);
+    awarenessProtocol.removeAwarenessStates(room.awareness, [...conn.ids], null);
     if (room.conns.size === 0 && this.rooms.get(room.name) === room) {
       // The last one out: save now rather than a moment later.
       void room.flush();
