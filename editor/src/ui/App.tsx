@@ -48,8 +48,8 @@ function SaveState() {
   const live = room?.status === 'live';
   const saving = room?.saving;
   const savingKey = JSON.stringify(saving ?? null);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the status is compared by content (savingKey)
   const refused = room?.refused;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the status is compared by content (savingKey)
   const server = useMemo(
     () => (live || refused ? roomSaveView(saving, text, refused) : undefined),
     [live, savingKey, text, refused],

@@ -13,14 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 import { invalidFlowMessage } from '../engine/errors.js';
-import type {
-  RunCheckpoint,
-  RunCommand,
-  RunFlow,
-  RunOptions,
-  RunResult,
-  RunStatus,
-} from '../engine/types.js';
+import type { RunCheckpoint, RunCommand, RunFlow, RunOptions, RunResult } from '../engine/types.js';
 import { serverScriptsDir } from '../models/script-file.js';
 import type { RunRecord } from '../store/catalog.js';
 import { StoreError } from '../store/errors.js';
