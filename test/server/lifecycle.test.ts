@@ -7,14 +7,25 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { defaultRegistry } from '@switchboard/nodes';
 import { type Flow, serializeFlow } from '@switchboard/schemas';
-import { applyFlowToDoc, docToFlow } from '@switchboard/schemas/ydoc';
+import {
+  applyFlowToDoc as applyFlowToDocIn,
+  configLayout,
+  docToFlow as docToFlowIn,
+} from '@switchboard/schemas/ydoc';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
 import { createServer, type ServerOptions, type SwitchboardServer } from '../../runtime/src/server/index.js';
 import { simpleFlow, until } from './helpers.js';
+
+/** The layout the server and the editor share (the built-in kinds' schemas). */
+const L = configLayout(defaultRegistry);
+const docToFlow = (doc: Y.Doc) => docToFlowIn(doc, L);
+const applyFlowToDoc = (doc: Y.Doc, flow: unknown, origin?: unknown) =>
+  applyFlowToDocIn(doc, flow, L, ...(origin === undefined ? [] : [origin]));
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const TRIAGE_TEXT = readFileSync(join(ROOT, 'flows', 'support-triage.json'), 'utf8');
@@ -100,7 +111,7 @@ async function synced(e: Editor): Promise<void> {
 
 /** What an editor does to change the flow's name (the same whatever the document's layout). */
 function rename(doc: Y.Doc, name: string): void {
-  applyFlowToDoc(doc, { ...docToFlow(doc), name }, undefined, 'test-edit');
+  applyFlowToDoc(doc, { ...docToFlow(doc), name }, 'test-edit');
 }
 
 describe('delete', { timeout: 60_000 }, () => {
@@ -257,7 +268,7 @@ describe('authors', { timeout: 60_000 }, () => {
     const eve = enter(port, 'two', 'Eve');
     await synced(eve);
     rename(eve.doc, 'Same name');
-    applyFlowToDoc(eve.doc, { ...docToFlow(eve.doc), description: 'by Eve' }, undefined, 'test-edit');
+    applyFlowToDoc(eve.doc, { ...docToFlow(eve.doc), description: 'by Eve' }, 'test-edit');
     eve.provider.destroy();
     await until(() => s.store.catalog.data.flows.two?.rev === 2, 'saved as Eve left');
     const list = (await http('GET', '/api/flows')).json.flows as Array<Record<string, unknown>>;

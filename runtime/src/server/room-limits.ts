@@ -51,7 +51,7 @@ export function filterAwareness(update: Uint8Array, serverId: number, statusFiel
       const state = JSON.parse(json) as unknown;
       if (state !== null && typeof state === 'object' && statusField in state) {
         const copy = { ...(state as Record<string, unknown>) };
-        delete copy[statusField];
+        Reflect.deleteProperty(copy, statusField);
         json = JSON.stringify(copy);
         changed = true;
       }
