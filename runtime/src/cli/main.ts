@@ -9,6 +9,7 @@ import { registerMcpBuiltin } from './commands/mcp-builtin.js';
 import { registerResume } from './commands/resume.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
+import { registerTest } from './commands/test.js';
 import { registerTrust } from './commands/trust.js';
 import { registerValidate } from './commands/validate.js';
 import { type CliContext, EXIT } from './context.js';
@@ -21,6 +22,7 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerTrust,
   registerMcpBuiltin,
   registerMcp,
+  registerTest,
 ];
 
 export { EXIT };
