@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerMcp } from './commands/mcp.js';
 import { registerMcpBuiltin } from './commands/mcp-builtin.js';
+import { registerReplay } from './commands/replay.js';
 import { registerResume } from './commands/resume.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
@@ -23,6 +24,7 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerMcpBuiltin,
   registerMcp,
   registerTest,
+  registerReplay,
 ];
 
 export { EXIT };

@@ -23,6 +23,7 @@ export interface RunCliOptions {
   events?: string;
   model?: string[];
   trust?: string[];
+  record?: string;
 }
 
 const EVENT_MODES = ['pretty', 'jsonl', 'none'] as const;
@@ -198,6 +199,15 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     shutdown = pool.shutdownMcpPool;
   }
 
+  let recorder: import('../../cassette/record.js').CassetteRecorder | undefined;
+  const recorded: RunEvent[] = [];
+  if (opts.record) {
+    const { CassetteRecorder } = await import('../../cassette/record.js');
+    recorder = new CassetteRecorder();
+    options.models = recorder.wrapModels();
+    if (options.tools) options.tools = recorder.wrapTools(options.tools);
+  }
+
   const { runFlow } = await import('../../engine/index.js');
   const pretty = mode === 'pretty' ? prettyPrinter(ctx) : undefined;
   let rl: ReturnType<typeof createInterface> | undefined;
@@ -205,6 +215,7 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   const handle = runFlow(flow, input, {
     ...options,
     onEvent: (e) => {
+      if (recorder) recorded.push(e);
       if (mode === 'jsonl') ctx.out(`${JSON.stringify(e)}\n`);
       else pretty?.(e);
       if (e.type === 'input.requested' && interactive && !e.parentRunId) {
@@ -229,6 +240,14 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     rl?.close();
     void pendingQuestion;
     await shutdown?.().catch(() => {});
+  }
+  if (recorder && opts.record) {
+    const { writeCassette } = await import('../../cassette/file.js');
+    // The flow as written (before --model overrides), so the cassette replays without the endpoint.
+    await writeCassette(opts.record, recorder.cassette(v.flow, input, recorded, result));
+    ctx.err(
+      `recorded ${recorder.models.length} model and ${recorder.tools.length} tool call(s) to ${opts.record}\n`,
+    );
   }
   if (result.status === 'completed') {
     if (mode !== 'jsonl') {
@@ -265,6 +284,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
       collect,
     )
     .option('--trust <name>', 'approve a stdio command by its mcpServers key or fingerprint', collect)
+    .option('--record <file>', 'write a cassette: every model request and reply, every tool call and result')
     .action(async (file: string, opts: RunCliOptions) => {
       try {
         ctx.setExit(await runCommand(file, opts, ctx));
