@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli } from '../support/cli.js';
+import { storeRun } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FLOWS = join(ROOT, 'flows');
@@ -167,32 +168,4 @@ describe('switchboard test', () => {
 
 function readdirFlows(): string[] {
   return readdirSync(FLOWS).filter((f) => f.endsWith('.json') && !f.endsWith('.tests.json'));
-}
-
-/** Runs a flow through the server's run manager into a data directory and returns its run id. */
-async function storeRun(
-  data: string,
-  flowFile: string,
-  input: string,
-  answers: Record<string, string>,
-): Promise<string> {
-  const { Store } = await import('../../runtime/src/store/store.js');
-  const { RunManager } = await import('../../runtime/src/server/run-manager.js');
-  const { createMcpToolHost } = await import('../../runtime/src/tools/mcp-host.js');
-  const { TrustStore } = await import('../../runtime/src/mcp/trust.js');
-  const store = await Store.open(data);
-  try {
-    const trust = new TrustStore(join(data, 'trust.json'));
-    const runs = new RunManager({
-      store,
-      humanInput: 'fail',
-      tools: ({ flow }) => createMcpToolHost(flow, { trust }),
-    });
-    const flow = JSON.parse(readFileSync(flowFile, 'utf8'));
-    const rec = await runs.start({ flow, input, answers, source: 'cli' });
-    await runs.settled(rec.id);
-    return rec.id;
-  } finally {
-    await store.close();
-  }
 }

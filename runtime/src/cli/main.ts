@@ -4,6 +4,7 @@
  * inside their actions so that `switchboard validate` starts fast.
  */
 import { Command, CommanderError } from 'commander';
+import { registerDiff } from './commands/diff.js';
 import { registerMcp } from './commands/mcp.js';
 import { registerMcpBuiltin } from './commands/mcp-builtin.js';
 import { registerReplay } from './commands/replay.js';
@@ -25,6 +26,7 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerMcp,
   registerTest,
   registerReplay,
+  registerDiff,
 ];
 
 export { EXIT };
