@@ -121,50 +121,75 @@ export class CassettePlayer {
           const { entry, recorded } = this.models.take(hashOf(request));
           if (!entry) return Promise.reject(this.modelMiss(req.nodeId, request, recorded));
           this.modelCalls++;
-          for (const r of entry.retries ?? []) req.onRetry?.(r);
-          if (req.onDelta) for (const d of entry.deltas ?? []) req.onDelta(d);
-          if (entry.error)
-            return Promise.reject(
-              new ModelError(entry.error.code, entry.error.message, entry.error.attempts, 'cassette'),
-            );
-          return Promise.resolve(structuredClone(entry.response) as ModelResponse);
+          // The reply arrives on a later turn of the event loop, as one over the network does, so
+          // that parallel branches interleave their events as they did when recorded.
+          return new Promise<ModelResponse>((resolve, reject) => {
+            setImmediate(() => {
+              for (const r of entry.retries ?? []) req.onRetry?.(r);
+              if (req.onDelta) for (const d of entry.deltas ?? []) req.onDelta(d);
+              if (entry.error)
+                reject(
+                  new ModelError(entry.error.code, entry.error.message, entry.error.attempts, 'cassette'),
+                );
+              else resolve(structuredClone(entry.response) as ModelResponse);
+            });
+          });
         },
       };
       return provider;
     };
   }
 
-  /** A tool host that gives each agent its recorded tools, whose calls return recorded results. */
-  toolHost(): ToolHost {
+  /**
+   * A tool host that gives each agent its recorded tools, whose calls return recorded results.
+   * Tools of the servers in `live` (the built-in `state` server: its only effect is on the run's
+   * own state, which a replay must rebuild) are called for real through `liveHost`.
+   */
+  toolHost(liveHost?: ToolHost, live: ReadonlySet<string> = new Set()): ToolHost {
     return {
-      toolsFor: async (agent) =>
-        (this.toolSets.get(agent) ?? []).map(
-          (t): ToolHandle => ({
+      toolsFor: async (agent, ctx) => {
+        const recorded = this.toolSets.get(agent) ?? [];
+        const needsLive = liveHost !== undefined && recorded.some((t) => live.has(t.server));
+        const real = needsLive
+          ? new Map((await liveHost.toolsFor(agent, ctx)).map((h) => [h.name, h]))
+          : undefined;
+        return recorded.map((t): ToolHandle => {
+          const handle = live.has(t.server) ? real?.get(t.name) : undefined;
+          return {
             ...t,
-            call: async (args) => {
-              const { entry, recorded } = this.tools.take(toolKey(t.name, args));
-              if (!entry) {
-                const same = this.cassette.tools.find((c) => c.tool === t.name && c.agent === agent);
-                const d = same ? firstDifference(same.args, args, 'args') : undefined;
-                throw this.missed({
-                  code: 'cassette_miss',
-                  kind: 'tool',
-                  nodeId: agent,
-                  message:
-                    recorded > 0
-                      ? `cassette_miss at node "${agent}": tool ${t.name} was called with these arguments ${recorded} time(s) when recorded and is now called once more`
-                      : `cassette_miss at node "${agent}": the cassette holds no result for tool ${t.name} with these arguments${d ? `; first difference from a recorded call at ${d.path}: recorded ${d.recorded}, now ${d.requested}` : ''}`,
-                  ...(d ? { difference: d } : {}),
-                });
+            call: async (args, options) => {
+              const { entry, recorded: times } = this.tools.take(toolKey(t.name, args));
+              if (handle) {
+                this.toolCalls++;
+                return handle.call(args, options);
               }
+              if (!entry) throw this.toolMiss(agent, t.name, args, times);
               this.toolCalls++;
               if (entry.error) throw new Error(entry.error);
               return structuredClone(entry.result!);
             },
-          }),
-        ),
-      release: async () => {},
+          };
+        });
+      },
+      release: async (runId) => {
+        await liveHost?.release(runId);
+      },
     };
+  }
+
+  private toolMiss(agent: string, tool: string, args: unknown, recorded: number): CassetteMissError {
+    const same = this.cassette.tools.find((c) => c.tool === tool && c.agent === agent);
+    const d = same ? firstDifference(same.args, args, 'args') : undefined;
+    return this.missed({
+      code: 'cassette_miss',
+      kind: 'tool',
+      nodeId: agent,
+      message:
+        recorded > 0
+          ? `cassette_miss at node "${agent}": tool ${tool} was called with these arguments ${recorded} time(s) when recorded and is now called once more`
+          : `cassette_miss at node "${agent}": the cassette holds no result for tool ${tool} with these arguments${d ? `; first difference from a recorded call at ${d.path}: recorded ${d.recorded}, now ${d.requested}` : ''}`,
+      ...(d ? { difference: d } : {}),
+    });
   }
 
   /** Answers for human nodes, as recorded. */

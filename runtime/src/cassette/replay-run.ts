@@ -1,9 +1,11 @@
 /** Re-executes a cassette's flow (or an edited flow) from the cassette and compares the events. */
+import { tmpdir } from 'node:os';
 import type { Flow, RunEvent } from '@switchboard/schemas';
 import { runFlow } from '../engine/index.js';
 import type { RunOptions, RunResult } from '../engine/types.js';
 import { compareEvents, type EventComparison } from './compare.js';
 import type { Cassette } from './file.js';
+import { liveReplayTools } from './live-tools.js';
 import { type CassetteMiss, CassettePlayer } from './play.js';
 
 export interface ReplayOutcome {
@@ -40,8 +42,10 @@ export async function replayCassette(cassette: Cassette, o: ReplayOptions = {}):
     },
   };
   if (o.validate === false) options.validate = false;
-  if (flow.nodes.some((n) => n.kind === 'tool') || cassette.toolSets.length > 0)
-    options.tools = player.toolHost();
+  if (flow.nodes.some((n) => n.kind === 'tool') || cassette.toolSets.length > 0) {
+    const live = await liveReplayTools(flow, o.dataDir ?? tmpdir());
+    options.tools = player.toolHost(live.host, live.servers);
+  }
   const answers = player.answers();
   if (answers) options.answers = answers;
   if (o.dataDir) options.dataDir = o.dataDir;

@@ -72,7 +72,9 @@ export async function runCase(
   if (c.cassette) {
     player = new CassettePlayer(c.cassette);
     options.models = player.modelFactory();
-    options.tools = player.toolHost();
+    const { liveReplayTools } = await import('../cassette/live-tools.js');
+    const live = await liveReplayTools(flow, dataDir);
+    options.tools = player.toolHost(live.host, live.servers);
     player.abort.signal.addEventListener('abort', () => controller.abort(), { once: true });
     if (!c.def.answers) {
       const a = player.answers();
