@@ -24,6 +24,8 @@ export interface RunCliOptions {
   model?: string[];
   trust?: string[];
   record?: string;
+  maxCost?: string;
+  maxTokens?: string;
 }
 
 const EVENT_MODES = ['pretty', 'jsonl', 'none'] as const;
@@ -140,7 +142,14 @@ function prettyPrinter(ctx: CliContext): (e: RunEvent) => void {
         line(`  ? ${e.question}${e.options ? ` [${e.options.join('/')}]` : ''}`);
         break;
       case 'budget.exceeded':
-        line(`  ! ${e.budget} budget exceeded (${e.used} > ${e.limit})`);
+        line(
+          `  ! ${e.budget} budget${e.scope ? ` of ${e.scope} ${e.nodeId}` : ''} exceeded (${e.used} > ${e.limit})`,
+        );
+        break;
+      case 'budget.warning':
+        line(
+          `  ! ${e.budget} budget${e.scope ? ` of ${e.scope} ${e.nodeId}` : ''} at ${e.used} of ${e.limit}`,
+        );
         break;
       case 'model.retry':
         line(`  ↻ ${e.nodeId}: retry ${e.attempt} in ${e.delayMs} ms (${e.cause})`);
@@ -156,6 +165,24 @@ function prettyPrinter(ctx: CliContext): (e: RunEvent) => void {
         break;
     }
   };
+}
+
+/** `--max-cost USD` and `--max-tokens N`: run budgets over the flow's own. */
+function budgetFlags(opts: RunCliOptions): { maxCost?: number; maxTokens?: number } | undefined {
+  const out: { maxCost?: number; maxTokens?: number } = {};
+  if (opts.maxCost !== undefined) {
+    const v = Number(opts.maxCost);
+    if (!(Number.isFinite(v) && v > 0))
+      throw new UsageError(`--max-cost ${opts.maxCost}: expected an amount in USD > 0`);
+    out.maxCost = v;
+  }
+  if (opts.maxTokens !== undefined) {
+    const v = Number(opts.maxTokens);
+    if (!(Number.isInteger(v) && v > 0))
+      throw new UsageError(`--max-tokens ${opts.maxTokens}: expected a whole number > 0`);
+    out.maxTokens = v;
+  }
+  return out.maxCost === undefined && out.maxTokens === undefined ? undefined : out;
 }
 
 async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): Promise<number> {
@@ -180,6 +207,8 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   const interactive = ctx.isTTY && (ctx.stdin as { isTTY?: boolean } | undefined)?.isTTY === true;
 
   const options: RunOptions = { baseDir, humanInput: interactive ? 'wait' : 'fail' };
+  const budgets = budgetFlags(opts);
+  if (budgets) options.budgets = { ...flow.budgets, ...budgets };
   // An endpoint named on the command line is the operator's choice, loopback included.
   if ((opts.model ?? []).length > 0) options.allowLocalModels = true;
   if (answers) options.answers = answers;
@@ -284,6 +313,11 @@ export function registerRun(program: Command, ctx: CliContext): void {
       collect,
     )
     .option('--trust <name>', 'approve a stdio command by its mcpServers key or fingerprint', collect)
+    .option(
+      '--max-cost <usd>',
+      "stop the run once its models' cost (priced by each model's `cost`) exceeds this",
+    )
+    .option('--max-tokens <n>', 'stop the run once it has used more tokens than this')
     .option('--record <file>', 'write a cassette: every model request and reply, every tool call and result')
     .action(async (file: string, opts: RunCliOptions) => {
       try {
