@@ -102,6 +102,39 @@ describe('switchboard test', () => {
     expect(r.out).toContain('✓ general question');
   });
 
+  it('exits 2 on bad model scripts and cassettes, each at its JSON path', async () => {
+    const models = structuredClone(passing) as unknown as { cases: Array<Record<string, unknown>> };
+    delete models.cases[0]!.replies;
+    models.cases[0]!.models = { nope: ['hi'], default: [{ text: 3 }] };
+    const f1 = write('broken-models.tests.json', models);
+    let r = await cli('test', f1);
+    expect(r.code).toBe(2);
+    expect(r.out).toContain(`${f1}:/cases/0/models/nope: the flow has no model "nope"`);
+    expect(r.out).toContain(`${f1}:/cases/0/models/default: models.default[0].text: must be a string`);
+
+    const cas = structuredClone(passing) as unknown as { cases: Array<Record<string, unknown>> };
+    delete cas.cases[0]!.replies;
+    cas.cases[0]!.cassette = 'missing.cassette.json';
+    const f2 = write('broken-cassette.tests.json', cas);
+    r = await cli('test', f2);
+    expect(r.code).toBe(2);
+    expect(r.out).toContain(`${f2}:/cases/0/cassette: cannot read the cassette`);
+  });
+
+  it('a case replayed from a cassette fails with cassette_miss when the flow changed since the recording', async () => {
+    const flow = JSON.parse(readFileSync(join(FLOWS, 'rawko.json'), 'utf8'));
+    const dev = flow.nodes.find((n: { id: string }) => n.id === 'developer');
+    dev.config.prompt[0].text += ' Always write tests first.';
+    writeFileSync(join(dir, 'rawko-edited.json'), JSON.stringify(flow));
+    const tests = JSON.parse(readFileSync(join(FLOWS, 'rawko.tests.json'), 'utf8'));
+    tests.flow = 'rawko-edited.json';
+    tests.cases[0].cassette = join(FLOWS, tests.cases[0].cassette);
+    const r = await cli('test', write('rawko-edited.tests.json', tests));
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('/cases/0/cassette: cassette_miss at node "developer"');
+    expect(r.out).toContain('Always write tests first.');
+  });
+
   it('writes a JUnit report that a JUnit parser reads', async () => {
     const bad = structuredClone(passing);
     bad.cases.push({ ...structuredClone(passing.cases[0]!), name: 'fails <on purpose> & "quoted"' });
