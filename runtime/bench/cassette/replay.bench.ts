@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
+import { writeCassette } from '../../src/cassette/file.js';
 import { CassetteRecorder } from '../../src/cassette/record.js';
 import { replayCassette } from '../../src/cassette/replay-run.js';
-import { writeCassette } from '../../src/cassette/file.js';
 import { runFlow } from '../../src/engine/index.js';
 import { chain } from '../../src/engine/testing/index.js';
 import { startFakeOpenAIServer } from '../../src/models/testing/fake-openai-server.js';
@@ -21,7 +21,12 @@ const dir = mkdtempSync(join(tmpdir(), 'sb-bench-cassette-'));
 const flow = chain(n);
 const fake = await startFakeOpenAIServer({ fallback: { text: 'ok, done with my part' } });
 const live = structuredClone(flow);
-live.models.default = { provider: 'openai', model: 'default', baseURL: fake.url, apiKey: '${env:OPENAI_API_KEY}' };
+live.models.default = {
+  provider: 'openai',
+  model: 'default',
+  baseURL: fake.url,
+  apiKey: '${env:OPENAI_API_KEY}',
+};
 process.env.OPENAI_API_KEY ??= 'sk-bench';
 
 const recorder = new CassetteRecorder();
@@ -34,7 +39,8 @@ const result = await runFlow(live, 'go', {
 }).result;
 const recordMs = performance.now() - t0;
 await fake.close();
-if (result.status !== 'completed') throw new Error(`the recorded run ${result.status}: ${result.error?.message}`);
+if (result.status !== 'completed')
+  throw new Error(`the recorded run ${result.status}: ${result.error?.message}`);
 const file = join(dir, 'chain.cassette.json');
 const cassette = recorder.cassette(flow, 'go', events, result);
 await writeCassette(file, cassette);
