@@ -1,6 +1,7 @@
 /**
- * Compares the events of a replay with the recorded ones, timestamps and ids aside: `ts` is
- * dropped and run ids (of the run and of its nested runs) are numbered by first appearance.
+ * Compares the events of a replay with the recorded ones, timestamps and ids aside: `ts` and
+ * measured durations are dropped and run ids (of the run and of its nested runs) are numbered
+ * by first appearance.
  */
 import type { RunEvent } from '@switchboard/schemas';
 import { type Difference, firstDifference } from './canonical.js';
@@ -17,7 +18,13 @@ export function normalizeEvents(events: readonly RunEvent[]): Record<string, unk
     return n;
   };
   return events.map((e) => {
-    const { ts: _ts, ...rest } = e as RunEvent & Record<string, unknown>;
+    const {
+      ts: _ts,
+      durationMs: _d,
+      elapsedMs: _e,
+      latencyMs: _l,
+      ...rest
+    } = e as RunEvent & Record<string, unknown>;
     const out: Record<string, unknown> = { ...rest, runId: id(rest.runId) };
     if (rest.parentRunId !== undefined) out.parentRunId = id(rest.parentRunId);
     return out;
