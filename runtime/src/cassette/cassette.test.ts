@@ -1,5 +1,6 @@
 import type { RunEvent } from '@switchboard/schemas';
 import { describe, expect, it } from 'vitest';
+import { chain } from '../engine/testing/index.js';
 import type { ModelRequest } from '../models/types.js';
 import { canonicalRequest, firstDifference, hashOf } from './canonical.js';
 import { compareEvents } from './compare.js';
@@ -51,14 +52,7 @@ function cassette(replies: Array<[string, string]>): Cassette {
     format: 'switchboard-cassette',
     version: 1,
     recordedAt: '',
-    flow: {
-      version: 1,
-      id: 'f',
-      name: 'f',
-      models: { default: { provider: 'scripted' } },
-      nodes: [],
-      edges: [],
-    },
+    flow: chain(1),
     input: 'x',
     scripted: { default: true },
     models: replies.map(([content, text]) => {
@@ -142,5 +136,30 @@ describe('comparing events', () => {
         [ev('r2', 1, 0), ev('r2', 1, 0, { parentRunId: 'r2' })],
       ).same,
     ).toBe(false);
+  });
+});
+
+describe('reading a cassette', () => {
+  it('refuses reserved keys and names what is missing', async () => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const { readCassette } = await import('./file.js');
+    const dir = mkdtempSync(join(tmpdir(), 'sb-cassette-'));
+    try {
+      const good = cassette([['hi', 'one']]);
+      const f = join(dir, 'c.json');
+      writeFileSync(f, JSON.stringify(good).replace('"scripted":{', '"scripted":{"__proto__":{"x":1},'));
+      const r = await readCassette(f);
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.message).toContain('/scripted/__proto__');
+      writeFileSync(f, JSON.stringify({ ...good, models: [{ key: 'k' }] }));
+      const m = await readCassette(f);
+      expect(!m.ok && m.message).toContain('/models/0: expected { key, nodeId, request, response | error }');
+      writeFileSync(f, JSON.stringify(good));
+      expect((await readCassette(f)).ok).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -5,13 +5,14 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { validate } from '@switchboard/nodes';
-import type { Flow, RunEvent } from '@switchboard/schemas';
+import { type Flow, parseFlowText, type RunEvent } from '@switchboard/schemas';
 import type { ModelErrorCode, ModelResponse } from '../models/types.js';
 import type { ToolResult } from '../tools/types.js';
 import type { CanonicalRequest } from './canonical.js';
 
 export const CASSETTE_FORMAT = 'switchboard-cassette';
 export const CASSETTE_VERSION = 1;
+const MAX_CASSETTE_BYTES = 256 * 1024 * 1024;
 
 export interface CassetteModelCall {
   key: string;
@@ -103,13 +104,16 @@ export async function readCassette(
       message: `cannot read the cassette ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
     };
   }
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    return { ok: false, message: `the cassette ${file} is not valid JSON: ${(e as Error).message}` };
+  // Bounded like a flow, with room for long runs; `__proto__` and friends are refused as keys.
+  const parsed = parseFlowText(text, { maxBytes: MAX_CASSETTE_BYTES, maxValues: 50_000_000 });
+  if (!parsed.ok) {
+    const p = parsed.errors[0];
+    return {
+      ok: false,
+      message: `the cassette ${file} is unusable at ${p?.path || '/'}: ${p?.message ?? 'unreadable'}`,
+    };
   }
-  const r = checkCassette(v);
+  const r = checkCassette(parsed.value);
   return r.ok ? r : { ok: false, message: `the cassette ${file} is invalid at ${r.message}` };
 }
 
