@@ -38,9 +38,6 @@ const DEFAULT_WARN_AT = 0.8;
 const round = (usd: number) => Math.round(usd * 1e6) / 1e6;
 
 export class BudgetTracker {
-  private readonly used = new Map<string, number>();
-  private readonly warned = new Set<string>();
-
   private constructor(
     private readonly limits: ReadonlyMap<string, Limit>,
     private readonly prices: ReadonlyMap<string, { input: number; output: number }>,
@@ -64,30 +61,25 @@ export class BudgetTracker {
     return new BudgetTracker(limits, prices, b.maxTokens, b.maxCost, b.warnAt ?? DEFAULT_WARN_AT);
   }
 
+  /** One warning when spending crosses `warnAt` of the limit (so none is repeated after a resume), a stop past it. */
   private check(
-    key: string,
     budget: 'tokens' | 'cost',
     limit: number,
-    used: number,
+    before: number,
+    after: number,
     where: { scope?: 'node' | 'team'; nodeId?: string },
     out: BudgetHit[],
   ): void {
-    if (used >= limit * this.warnAt && !this.warned.has(key)) {
-      this.warned.add(key);
-      out.push({ kind: 'warning', budget, ...where, limit, used, fraction: this.warnAt });
-    }
-    if (used > limit) out.push({ kind: 'exceeded', budget, ...where, limit, used });
-  }
-
-  private add(key: string, n: number): number {
-    const v = budgetRound(key, (this.used.get(key) ?? 0) + n);
-    this.used.set(key, v);
-    return v;
+    const mark = limit * this.warnAt;
+    if (before < mark && after >= mark)
+      out.push({ kind: 'warning', budget, ...where, limit, used: after, fraction: this.warnAt });
+    if (after > limit) out.push({ kind: 'exceeded', budget, ...where, limit, used: after });
   }
 
   /**
    * Charges one model reply of `nodeId` (inside the teams `ancestors`) made with the flow's model
-   * `modelKey`; `runTokens` is the run's token total after it. Returns warnings, then the first stop.
+   * `modelKey`; `runTokens` is the run's token total after it. Spending is kept in `use` (the
+   * run's checkpointed counters, shared with nested runs). Returns warnings, then the first stop.
    */
   charge(
     nodeId: string,
@@ -95,6 +87,7 @@ export class BudgetTracker {
     modelKey: string | undefined,
     usage: { promptTokens: number; completionTokens: number },
     runTokens: number,
+    use: Record<string, number>,
   ): BudgetHit[] {
     const out: BudgetHit[] = [];
     const tokens = usage.promptTokens + usage.completionTokens;
@@ -102,32 +95,27 @@ export class BudgetTracker {
     const cost = price
       ? round((usage.promptTokens * price.input + usage.completionTokens * price.output) / 1e6)
       : 0;
+    const add = (key: string, n: number, money: boolean): [number, number] => {
+      const before = use[key] ?? 0;
+      const after = money ? round(before + n) : before + n;
+      use[key] = after;
+      return [before, after];
+    };
     if (this.runTokens !== undefined)
-      this.check('run\u0000tokens', 'tokens', this.runTokens, runTokens, {}, out);
+      this.check('tokens', this.runTokens, runTokens - tokens, runTokens, {}, out);
     if (this.runCost !== undefined)
-      this.check('run\u0000cost', 'cost', this.runCost, this.add('run\u0000cost', cost), {}, out);
+      this.check('cost', this.runCost, ...add('run\u0000cost', cost, true), {}, out);
     // Innermost first: the node's own budget, then its teams from the nearest out.
-    for (const id of [nodeId, ...[...ancestors].reverse()]) {
+    for (let i = ancestors.length; i >= 0; i--) {
+      const id = i === ancestors.length ? nodeId : ancestors[i]!;
       const l = this.limits.get(id);
       if (!l) continue;
       const where = { scope: l.scope, nodeId: id };
       if (l.tokens !== undefined)
-        this.check(
-          `${id}\u0000tokens`,
-          'tokens',
-          l.tokens,
-          this.add(`${id}\u0000tokens`, tokens),
-          where,
-          out,
-        );
-      if (l.cost !== undefined)
-        this.check(`${id}\u0000cost`, 'cost', l.cost, this.add(`${id}\u0000cost`, cost), where, out);
+        this.check('tokens', l.tokens, ...add(`${id}\u0000tokens`, tokens, false), where, out);
+      if (l.cost !== undefined) this.check('cost', l.cost, ...add(`${id}\u0000cost`, cost, true), where, out);
     }
     const stop = out.find((h) => h.kind === 'exceeded');
     return stop ? [...out.filter((h) => h.kind === 'warning'), stop] : out;
   }
-}
-
-function budgetRound(key: string, v: number): number {
-  return key.endsWith('\u0000cost') ? round(v) : v;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_MAX_STEPS } from './limits.js';
 import { agent, collectRun, edge, flow, MemoryToolHost, node } from './testing/index.js';
+import type { RunCheckpoint } from './types.js';
 
 /** Two agents handing over forever (through a decider that always sends the work back). */
 const pingPong = (extra: Parameters<typeof flow>[3] = {}) =>
@@ -202,5 +203,24 @@ describe('node, team and cost budgets', () => {
     const i = events.findIndex((e) => e.type === 'budget.warning');
     expect(events[i]).toMatchObject({ budget: 'tokens', limit: 50, used: 45, fraction: 0.9 });
     expect(i).toBeLessThan(events.findIndex((e) => e.type === 'budget.exceeded'));
+  });
+
+  it('team and cost spending is checkpointed: a resumed run stops where the uninterrupted one does, warning once', async () => {
+    const f = () => nested({ warnAt: 0.5, nodes: [{ node: 'inner', maxTokens: 40 }] });
+    const full = await collectRun(f(), 'x');
+    const saved: RunCheckpoint[] = [];
+    await collectRun(f(), 'x', {
+      checkpoint: (cp) => {
+        saved.push(JSON.parse(JSON.stringify(cp)) as RunCheckpoint);
+        return undefined;
+      },
+    });
+    // Resume after w2's turn (the warning was before it): the stop still comes at w3, with no second warning.
+    const at = full.events.find((e) => e.type === 'turn.completed' && e.nodeId === 'w2')!.seq;
+    const cp = saved.find((c) => c.seq >= at)!;
+    const resumed = await collectRun(f(), 'x', { resume: cp }, cp.seq);
+    expect(resumed.result.error?.message).toBe('the tokens budget of team "inner" 40 was exceeded (45)');
+    expect(resumed.events.filter((e) => e.type === 'budget.warning')).toHaveLength(0);
+    expect(resumed.events.filter((e) => e.type === 'model.completed').map((e) => e.nodeId)).toEqual(['w3']);
   });
 });

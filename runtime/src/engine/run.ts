@@ -794,7 +794,17 @@ export class Run {
     runTokens: number,
   ): void {
     const cx = nc.cx;
-    const hits: BudgetHit[] = this.budgets!.charge(nc.node.id, nc.node.ancestors, modelKey, u, runTokens);
+    const counters = cx.data.counters;
+    // A null-prototype table: node ids are data (and it survives checkpoints as plain JSON).
+    counters.budgetUse ??= Object.create(null) as Record<string, number>;
+    const hits: BudgetHit[] = this.budgets!.charge(
+      nc.node.id,
+      nc.node.ancestors,
+      modelKey,
+      u,
+      runTokens,
+      counters.budgetUse,
+    );
     for (const h of hits) {
       const where = h.scope && h.nodeId ? { scope: h.scope, nodeId: h.nodeId } : undefined;
       if (h.kind === 'warning')

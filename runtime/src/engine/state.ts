@@ -53,6 +53,8 @@ export interface RunCounters {
   failures: Record<string, number>;
   byNode: Record<string, NodeUsage>;
   byModel: Record<string, NodeUsage>;
+  /** Spending against node, team and cost budgets (`node\u0000tokens` → used), when any is set. */
+  budgetUse?: Record<string, number>;
 }
 
 export interface RunData {
