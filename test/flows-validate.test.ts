@@ -17,7 +17,7 @@ import { createMcpToolHost } from '../runtime/src/tools/mcp-host.js';
 
 const dir = fileURLToPath(new URL('../flows/', import.meta.url));
 const files = readdirSync(dir)
-  .filter((f) => f.endsWith('.json'))
+  .filter((f) => f.endsWith('.json') && !f.endsWith('.tests.json'))
   .sort();
 const read = (f: string) => readFileSync(join(dir, f), 'utf8');
 const flows = files.map((f) => JSON.parse(read(f)) as Flow);

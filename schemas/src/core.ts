@@ -9,6 +9,7 @@ export * from './condition.js';
 export * from './edges.js';
 export * from './events.js';
 export * from './flow.js';
+export * from './flow-tests.js';
 export * from './json-schema.js';
 export * from './kinds.js';
 export * from './limits.js';

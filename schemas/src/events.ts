@@ -171,7 +171,21 @@ export const EventSchemas = [
   ev('message', { message: Msg }),
   ev('input.requested', { question: Type.String(), options: Type.Optional(Type.Array(Type.String())) }),
   ev('input.received', { answer: Type.String() }),
-  ev('budget.exceeded', { budget: Type.String(), limit: Type.Number(), used: Type.Number() }),
+  ev('budget.exceeded', {
+    budget: Type.String(),
+    limit: Type.Number(),
+    used: Type.Number(),
+    /** Whose budget: the run's (absent), a node's or a team's (named by `nodeId`). */
+    scope: Type.Optional(Type.String()),
+  }),
+  ev('budget.warning', {
+    budget: Type.String(),
+    limit: Type.Number(),
+    used: Type.Number(),
+    /** The configured fraction (`budgets.warnAt`) that was reached. */
+    fraction: Type.Number(),
+    scope: Type.Optional(Type.String()),
+  }),
   ev('log', { level: Type.String(), text: Type.String() }),
 ] as const;
 

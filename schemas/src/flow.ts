@@ -96,11 +96,28 @@ export const McpServerConfig = Type.Union([
   ),
 ]);
 
+/** A budget of one node; a team's budget counts every call made inside it (nested teams included). */
+export const NodeBudget = Type.Object(
+  {
+    node: Id,
+    maxTokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** USD, priced by the models' `cost`. */
+    maxCost: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+
 export const Budgets = Type.Object(
   {
     maxSteps: Type.Optional(Type.Integer({ minimum: 1 })),
     maxTokens: Type.Optional(Type.Integer({ minimum: 1 })),
     timeoutMs: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** USD for the whole run, priced by the models' `cost`. */
+    maxCost: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    /** A `budget.warning` event is emitted once a token or cost budget is this fraction spent (default 0.8). */
+    warnAt: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1 })),
+    /** Token and cost budgets per node or team. */
+    nodes: Type.Optional(Type.Array(NodeBudget)),
   },
   { additionalProperties: false },
 );
@@ -159,6 +176,7 @@ export type EdgeKindT = (typeof EDGE_KINDS)[number];
 export type ModelConfigT = Static<typeof ModelConfig>;
 export type McpServerConfigT = Static<typeof McpServerConfig>;
 export type BudgetsT = Static<typeof Budgets>;
+export type NodeBudgetT = Static<typeof NodeBudget>;
 export type PositionT = Static<typeof Position>;
 
 /** Turns a TypeBox schema into plain JSON (drops TypeBox's symbol keys). */

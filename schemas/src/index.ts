@@ -2,3 +2,4 @@
 // validator, which is the only module that loads Ajv.
 export * from './core.js';
 export * from './validate.js';
+export * from './validate-flow-tests.js';

@@ -375,6 +375,12 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
   };
   const roleOf = (id: string) => infoOf(id)?.role;
 
+  // Budgets name nodes (or teams) of this flow.
+  flow.budgets?.nodes?.forEach((b, i) => {
+    if (!nodeIndex.has(b.node))
+      c.error(problem('unknown-node-ref', `/budgets/nodes/${i}/node`, `node ${quote(b.node)}`));
+  });
+
   // Node configs and their references.
   flow.nodes.forEach((n, i) => {
     const k = infos[i];

@@ -22,7 +22,7 @@ import {
 } from './harness.js';
 
 const FLOWS = join(ROOT, 'flows');
-const flowFiles = readdirSync(FLOWS).filter((f) => f.endsWith('.json'));
+const flowFiles = readdirSync(FLOWS).filter((f) => f.endsWith('.json') && !f.endsWith('.tests.json'));
 
 let browser: Browser;
 let server: Awaited<ReturnType<typeof serveStatic>>;

@@ -13,7 +13,8 @@ export interface Template {
   problem?: string;
 }
 
-const files = import.meta.glob<string>('../../../flows/*.json', {
+// Flow tests (`*.tests.json`) live beside the flows but are not flows.
+const files = import.meta.glob<string>(['../../../flows/*.json', '!../../../flows/*.tests.json'], {
   query: '?raw',
   import: 'default',
   eager: true,

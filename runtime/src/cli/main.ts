@@ -6,11 +6,14 @@
 import { FLOW_VERSION } from '@switchboard/schemas/core';
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../version.js';
+import { registerDiff } from './commands/diff.js';
 import { registerMcp } from './commands/mcp.js';
 import { registerMcpBuiltin } from './commands/mcp-builtin.js';
+import { registerReplay } from './commands/replay.js';
 import { registerResume } from './commands/resume.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
+import { registerTest } from './commands/test.js';
 import { registerTrust } from './commands/trust.js';
 import { registerValidate } from './commands/validate.js';
 import { type CliContext, EXIT } from './context.js';
@@ -23,6 +26,9 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerTrust,
   registerMcpBuiltin,
   registerMcp,
+  registerTest,
+  registerReplay,
+  registerDiff,
 ];
 
 export { EXIT };

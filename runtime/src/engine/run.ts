@@ -54,6 +54,7 @@ import {
 } from '../models/types.js';
 import type { ToolHandle, ToolHostContext } from '../tools/types.js';
 import { type AcpBackendConfig, type AcpSession, acpBehavior } from './acp-agent.js';
+import { type BudgetHit, BudgetTracker } from './budgets.js';
 import { errorInfo, FINAL_MODEL_CODES, operatorRefusal } from './error-info.js';
 import { Cancelled, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
@@ -147,6 +148,8 @@ export class Run {
   private cpIdle = true;
   private readonly maxSteps: number;
   private readonly maxTokens: number | undefined;
+  /** Node, team and cost budgets and budget warnings; undefined when none is set. */
+  private readonly budgets: BudgetTracker | undefined;
   private readonly timeoutMs: number | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly now: () => number;
@@ -193,6 +196,7 @@ export class Run {
     const b = ob === undefined ? (fb ?? NO_BUDGETS) : fb === undefined ? ob : { ...fb, ...ob };
     this.maxSteps = b.maxSteps ?? DEFAULT_MAX_STEPS;
     this.maxTokens = b.maxTokens;
+    this.budgets = BudgetTracker.create(flow, b, new Set(this.graph.members.keys()));
     this.timeoutMs = b.timeoutMs;
     const cp = options.resume?.data as CheckpointData | undefined;
     if (options.resume) {
@@ -482,10 +486,20 @@ export class Run {
   }
 
   /** A budget ran out: say so, stop the run and abort whatever is in flight. */
-  private exceeded(cx: Ctx, budget: string, limit: number, used: number): void {
+  private exceeded(
+    cx: Ctx,
+    budget: string,
+    limit: number,
+    used: number,
+    where?: { scope: string; nodeId: string },
+  ): void {
     if (this.stop) return;
-    this.emit(cx, { type: 'budget.exceeded', budget, limit, used });
-    const stop = new RunFailure('budget_exceeded', `the ${budget} budget of ${limit} was exceeded (${used})`);
+    if (where) this.emit(cx, { type: 'budget.exceeded', budget, limit, used, ...where });
+    else this.emit(cx, { type: 'budget.exceeded', budget, limit, used });
+    const stop = new RunFailure(
+      'budget_exceeded',
+      `the ${budget} budget of ${where ? `${where.scope} "${where.nodeId}" ` : ''}${limit} was exceeded (${used})`,
+    );
     this.stop = stop;
     // The run ends now, whatever is in flight: a call that ignores its abort cannot hold it open.
     const error = errorInfo(stop);
@@ -761,8 +775,9 @@ export class Run {
     req.onRetry = (i) =>
       this.emit(cx, { type: 'model.retry', nodeId, attempt: i.attempt, delayMs: i.delayMs, cause: i.cause });
     const done = provider.complete(req);
-    if (then === undefined) return done.then((res) => this.modelReplied(nc, res) as T, this.rethrowStop);
-    return done.then((res) => then(this.modelReplied(nc, res)), this.rethrowStop);
+    if (then === undefined)
+      return done.then((res) => this.modelReplied(nc, res, name) as T, this.rethrowStop);
+    return done.then((res) => then(this.modelReplied(nc, res, name)), this.rethrowStop);
   }
 
   /** The `model.request` event of a call about to be made: what is sent, secrets redacted. */
@@ -779,7 +794,7 @@ export class Run {
     if (typeof e.seq === 'number') this.recorder.sent(nodeId, e.seq, call.messages);
   }
 
-  private modelReplied(nc: NodeCtx, res: ModelReply): ModelReply {
+  private modelReplied(nc: NodeCtx, res: ModelReply, modelKey?: string): ModelReply {
     if (this.stop) throw this.stop;
     const cx = nc.cx;
     const u = res.usage;
@@ -797,11 +812,49 @@ export class Run {
     nc.completionTokens += u.completionTokens;
     nc.modelName = res.model;
     this.emitModelCompleted(cx, nc.node.id, res);
+    if (this.budgets) this.chargeBudgets(nc, u, modelKey, c.tokens);
     if (this.maxTokens !== undefined && c.tokens > this.maxTokens) {
       this.exceeded(cx, 'tokens', this.maxTokens, c.tokens);
       throw this.stop;
     }
     return res;
+  }
+
+  /** Node, team and cost budgets: warnings as events, the first budget spent stops the run. */
+  private chargeBudgets(
+    nc: NodeCtx,
+    u: ModelReply['usage'],
+    modelKey: string | undefined,
+    runTokens: number,
+  ): void {
+    const cx = nc.cx;
+    const counters = cx.data.counters;
+    // A null-prototype table: node ids are data (and it survives checkpoints as plain JSON).
+    counters.budgetUse ??= Object.create(null) as Record<string, number>;
+    const hits: BudgetHit[] = this.budgets!.charge(
+      nc.node.id,
+      nc.node.ancestors,
+      modelKey,
+      u,
+      runTokens,
+      counters.budgetUse,
+    );
+    for (const h of hits) {
+      const where = h.scope && h.nodeId ? { scope: h.scope, nodeId: h.nodeId } : undefined;
+      if (h.kind === 'warning')
+        this.emit(cx, {
+          type: 'budget.warning',
+          budget: h.budget,
+          limit: h.limit,
+          used: h.used,
+          fraction: h.fraction,
+          ...(where ?? {}),
+        });
+      else {
+        this.exceeded(cx, h.budget, h.limit, h.used, where);
+        throw this.stop;
+      }
+    }
   }
 
   toolsFor(nc: NodeCtx): Promise<ToolPort[]> {

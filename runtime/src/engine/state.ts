@@ -54,6 +54,8 @@ export interface RunCounters {
   failures: Dict<number>;
   byNode: Dict<NodeUsage>;
   byModel: Dict<NodeUsage>;
+  /** Spending against node, team and cost budgets (`node\u0000tokens` → used), when any is set. */
+  budgetUse?: Dict<number>;
 }
 
 export interface RunData {

@@ -27,6 +27,9 @@ export interface RunCliOptions extends OperatorFlags {
   events?: string;
   model?: string[];
   trust?: string[];
+  record?: string;
+  maxCost?: string;
+  maxTokens?: string;
 }
 
 const EVENT_MODES = ['pretty', 'jsonl', 'none'] as const;
@@ -143,7 +146,14 @@ function prettyPrinter(ctx: CliContext): (e: RunEvent) => void {
         line(`  ? ${e.question}${e.options ? ` [${e.options.join('/')}]` : ''}`);
         break;
       case 'budget.exceeded':
-        line(`  ! ${e.budget} budget exceeded (${e.used} > ${e.limit})`);
+        line(
+          `  ! ${e.budget} budget${e.scope ? ` of ${e.scope} ${e.nodeId}` : ''} exceeded (${e.used} > ${e.limit})`,
+        );
+        break;
+      case 'budget.warning':
+        line(
+          `  ! ${e.budget} budget${e.scope ? ` of ${e.scope} ${e.nodeId}` : ''} at ${e.used} of ${e.limit}`,
+        );
         break;
       case 'model.retry':
         line(`  ↻ ${e.nodeId}: retry ${e.attempt} in ${e.delayMs} ms (${e.cause})`);
@@ -159,6 +169,24 @@ function prettyPrinter(ctx: CliContext): (e: RunEvent) => void {
         break;
     }
   };
+}
+
+/** `--max-cost USD` and `--max-tokens N`: run budgets over the flow's own. */
+function budgetFlags(opts: RunCliOptions): { maxCost?: number; maxTokens?: number } | undefined {
+  const out: { maxCost?: number; maxTokens?: number } = {};
+  if (opts.maxCost !== undefined) {
+    const v = Number(opts.maxCost);
+    if (!(Number.isFinite(v) && v > 0))
+      throw new UsageError(`--max-cost ${opts.maxCost}: expected an amount in USD > 0`);
+    out.maxCost = v;
+  }
+  if (opts.maxTokens !== undefined) {
+    const v = Number(opts.maxTokens);
+    if (!(Number.isInteger(v) && v > 0))
+      throw new UsageError(`--max-tokens ${opts.maxTokens}: expected a whole number > 0`);
+    out.maxTokens = v;
+  }
+  return out.maxCost === undefined && out.maxTokens === undefined ? undefined : out;
 }
 
 async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): Promise<number> {
@@ -201,6 +229,8 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
       url.port ? `${url.hostname}:${url.port}` : url.hostname,
     ]);
   }
+  const budgets = budgetFlags(opts);
+  if (budgets) options.budgets = { ...flow.budgets, ...budgets };
   if ((opts.model ?? []).length > 0) options.allowLocalModels = true;
   options.outbound = policy.outbound;
   options.secrets = policy.secrets;
@@ -226,6 +256,15 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     shutdown = pool.shutdownMcpPool;
   }
 
+  let recorder: import('../../cassette/record.js').CassetteRecorder | undefined;
+  const recorded: RunEvent[] = [];
+  if (opts.record) {
+    const { CassetteRecorder } = await import('../../cassette/record.js');
+    recorder = new CassetteRecorder();
+    options.models = recorder.wrapModels();
+    if (options.tools) options.tools = recorder.wrapTools(options.tools);
+  }
+
   const { runFlow } = await import('../../engine/index.js');
   const pretty = mode === 'pretty' ? prettyPrinter(ctx) : undefined;
   let rl: ReturnType<typeof createInterface> | undefined;
@@ -233,6 +272,7 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   const handle = runFlow(flow, input, {
     ...options,
     onEvent: (e) => {
+      if (recorder) recorded.push(e);
       if (mode === 'jsonl') ctx.out(`${JSON.stringify(e)}\n`);
       else pretty?.(e);
       if (e.type === 'input.requested' && interactive && !e.parentRunId) {
@@ -257,6 +297,14 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     rl?.close();
     void pendingQuestion;
     await shutdown?.().catch(() => {});
+  }
+  if (recorder && opts.record) {
+    const { writeCassette } = await import('../../cassette/file.js');
+    // The flow as written (before --model overrides), so the cassette replays without the endpoint.
+    await writeCassette(opts.record, recorder.cassette(v.flow, input, recorded, result));
+    ctx.err(
+      `recorded ${recorder.models.length} model and ${recorder.tools.length} tool call(s) to ${opts.record}\n`,
+    );
   }
   if (result.status === 'completed') {
     if (mode !== 'jsonl') {
@@ -292,7 +340,13 @@ export function registerRun(program: Command, ctx: CliContext): void {
       "point the flow's model NAME at an OpenAI-compatible endpoint (key: OPENAI_API_KEY)",
       collect,
     )
-    .option('--trust <name>', 'approve a stdio command by its mcpServers key or fingerprint', collect);
+    .option('--trust <name>', 'approve a stdio command by its mcpServers key or fingerprint', collect)
+    .option(
+      '--max-cost <usd>',
+      "stop the run once its models' cost (priced by each model's `pricing`) exceeds this",
+    )
+    .option('--max-tokens <n>', 'stop the run once it has used more tokens than this')
+    .option('--record <file>', 'write a cassette: every model request and reply, every tool call and result');
   addOperatorFlags(cmd).action(async (file: string, opts: RunCliOptions) => {
     try {
       ctx.setExit(await runCommand(file, opts, ctx));
