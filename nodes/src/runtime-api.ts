@@ -188,6 +188,7 @@ export interface Candidate {
 export type BehaviorEvent =
   | { type: 'tool.denied'; callId: string; tool: string; reason: string }
   | { type: 'decision'; choice: string | string[]; reason: string }
+  | { type: 'handover.missing'; candidates: string[]; action: 'reask'; attempt: number }
   | { type: 'observer.fired'; observer: string; target?: string; action: string; detail?: unknown }
   | { type: 'log'; level: string; text: string };
 

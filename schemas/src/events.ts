@@ -91,6 +91,18 @@ export const EventSchemas = [
   ev('tool.denied', { callId: Type.String(), tool: Type.String(), reason: Type.String() }),
   ev('tool.disabled', { tool: Type.String(), reason: Type.String() }),
   ev('handover', { edgeId: Type.String(), from: Type.String(), to: Type.String() }),
+  /** An agent that could hand over along several edges chose none: what happened instead. */
+  ev('handover.missing', {
+    nodeId: Type.String(),
+    candidates: Type.Array(Type.String()),
+    action: Type.Union([
+      Type.Literal('reask'),
+      Type.Literal('default'),
+      Type.Literal('done'),
+      Type.Literal('fail'),
+    ]),
+    attempt: Type.Optional(Type.Integer({ minimum: 1 })),
+  }),
   ev('decision', { choice: Type.Union([Type.String(), Type.Array(Type.String())]), reason: Type.String() }),
   ev('observer.fired', {
     observer: Type.String(),

@@ -134,6 +134,16 @@ describe('Agent Ops Room', () => {
       });
       checkRoom(run);
       expect(run.events.some((e) => e.scripted)).toBe(false);
+      // The facilitator's answer format allows only its candidate edges (and "done").
+      const asked = fake.requests.filter((r) =>
+        JSON.stringify(r.body?.messages?.[0]).includes('You are the Agent Ops Room facilitator'),
+      );
+      expect(asked.length).toBeGreaterThan(0);
+      for (const r of asked)
+        expect(
+          (r.body!.response_format as { json_schema: { schema: { properties: { choice: unknown } } } })
+            .json_schema.schema.properties.choice,
+        ).toEqual({ type: 'string', enum: ['to-oncall', 'to-investigator', 'to-comms', 'done'] });
     });
   });
 });

@@ -57,6 +57,7 @@ import { errorInfo } from './error-info.js';
 import { Cancelled, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
 import { compileFlow, type GEdge, type GNode, type Graph, joinNode } from './graph.js';
+import { edgesWithoutHandover, handoverParameters } from './handover-policy.js';
 import { DEFAULT_MAX_STEPS, MAX_DELEGATION_DEPTH } from './limits.js';
 import {
   type CheckpointData,
@@ -812,10 +813,7 @@ export class Run {
           description:
             e.config.description ??
             `Hand the work over to ${target.label}${typeof target.config.role === 'string' ? ` (${target.config.role})` : ''}.`,
-          parameters: {
-            type: 'object',
-            properties: { note: { type: 'string', description: 'Optional note for the receiver.' } },
-          },
+          parameters: handoverParameters(e.target),
           source: 'handover',
           edgeId: e.id,
           call: async (args, callId) => {
@@ -1575,7 +1573,12 @@ export class Run {
       cur.at = null;
       return undefined;
     }
-    return this.take(cx, cur, node, o.route ? this.edgesById(node, o.route.edges) : this.defaultEdges(node));
+    return this.take(
+      cx,
+      cur,
+      node,
+      o.route ? this.edgesById(node, o.route.edges) : this.defaultEdges(cx, node),
+    );
   }
 
   private async routeInTeam(cx: Ctx, cur: Cursor, node: GNode, o: Outcome, scope: Scope): Promise<void> {
@@ -1627,7 +1630,7 @@ export class Run {
       await this.runTerminationDecider(cx, cur, this.graph.nodes.get(scope.team)!);
       if (cur.at === null) return;
     }
-    const edges = o.route ? this.edgesById(node, o.route.edges) : this.defaultEdges(node);
+    const edges = o.route ? this.edgesById(node, o.route.edges) : this.defaultEdges(cx, node);
     await this.take(cx, cur, node, edges);
   }
 
@@ -1642,10 +1645,10 @@ export class Run {
     return out;
   }
 
-  /** Without an explicit choice: one edge is followed; several fan out, except from an agent (it chose none: its answer ends the scope). */
-  private defaultEdges(node: GNode): GEdge[] {
+  /** Without an explicit choice: one edge is followed; several fan out, except from an agent (it chose none: handover-policy.ts). */
+  private defaultEdges(cx: Ctx, node: GNode): GEdge[] {
     if (node.out.length <= 1) return node.out;
-    if (node.role === 'agent') return [];
+    if (node.role === 'agent') return edgesWithoutHandover(node, (e) => this.emit(cx, e));
     if (node.role === 'human') return node.out.filter((e) => e.config.branch === undefined);
     return node.out;
   }

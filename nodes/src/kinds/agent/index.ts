@@ -45,6 +45,30 @@ export const AcpBackend = Type.Object(
   },
 );
 
+/**
+ * What happens when an agent that can hand over along several edges ends its turn without
+ * calling a handover tool: it is asked again (naming the candidates) up to `reask` times, then
+ * control takes `default`; without a default the run fails with `no_handover`.
+ */
+export const NoHandover = Type.Object(
+  {
+    reask: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 5,
+        description: 'Times the agent is asked again, naming the candidates. Default 1.',
+      }),
+    ),
+    default: Type.Optional(
+      Type.String({
+        description:
+          'Outgoing handover edge (or its target) taken when the agent still chose none, or "done" to end its scope. Without it the run fails with no_handover.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const AgentConfig = Type.Object(
   {
     name: Type.Optional(
@@ -72,6 +96,7 @@ export const AgentConfig = Type.Object(
       }),
     ),
     backend: Type.Optional(AcpBackend),
+    noHandover: Type.Optional(NoHandover),
   },
   { additionalProperties: false },
 );
@@ -81,6 +106,7 @@ export const agentKind = defineKind({
   role: 'agent',
   configSchema: AgentConfig,
   modelRefs: ['model'],
+  routeRefs: ['noHandover.default'],
   defaults: () => ({
     role: 'Assistant',
     model: 'default',

@@ -81,14 +81,29 @@ function decideRoundRobin(ctx: NodeContext<DeciderConfigT>): StepOutcome {
   return outcome(ctx, [ctx.candidates[i % ctx.candidates.length]!.edgeId], `round robin #${i + 1}`);
 }
 
-const ARBITER_SCHEMA = {
-  type: 'object',
-  properties: {
-    choice: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
-    reason: { type: 'string' },
-  },
-  required: ['choice', 'reason'],
-};
+/**
+ * The arbiter's answer format: `choice` is an `enum` of the candidate edge ids (and "done" when
+ * allowed), or an array of them for multi-choice, so a provider with structured outputs cannot
+ * answer outside the set. The answer is still checked (and re-asked) for providers without them.
+ */
+export function arbiterSchema(
+  candidates: readonly Candidate[],
+  o: { allowMultiple?: boolean | undefined; allowDone?: boolean | undefined },
+): Record<string, unknown> {
+  const ids = candidates.map((c) => c.edgeId);
+  const one = { type: 'string', enum: o.allowDone ? [...ids, DONE] : ids };
+  const choice = o.allowMultiple
+    ? {
+        anyOf: [one, { type: 'array', items: { type: 'string', enum: ids }, minItems: 1, uniqueItems: true }],
+      }
+    : one;
+  return {
+    type: 'object',
+    properties: { choice, reason: { type: 'string' } },
+    required: ['choice', 'reason'],
+    additionalProperties: false,
+  };
+}
 
 async function decideByLlm(ctx: NodeContext<DeciderConfigT>): Promise<StepOutcome> {
   const cfg = ctx.node.config;
@@ -110,11 +125,9 @@ async function decideByLlm(ctx: NodeContext<DeciderConfigT>): Promise<StepOutcom
   for (const m of view.slice(-20)) messages.push({ role: 'user', content: `[${m.author}] ${m.content}` });
   if (messages.length === 1) messages.push({ role: 'user', content: ctx.run.task });
   const maxRetries = cfg.maxRetries ?? 2;
+  const schema = arbiterSchema(ctx.candidates, cfg);
   for (let attempt = 0; ; attempt++) {
-    const reply = await model.complete({
-      messages,
-      jsonSchema: { name: 'decision', schema: ARBITER_SCHEMA },
-    });
+    const reply = await model.complete({ messages, jsonSchema: { name: 'decision', schema } });
     const parsed = parseJsonOutput(reply.text);
     let problem: string;
     if (parsed.ok && parsed.value && typeof parsed.value === 'object') {
