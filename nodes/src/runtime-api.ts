@@ -187,6 +187,7 @@ export interface Candidate {
 
 export type BehaviorEvent =
   | { type: 'tool.denied'; callId: string; tool: string; reason: string }
+  | { type: 'tool.refused'; callId: string; tool: string; error: string; reason: string }
   | { type: 'decision'; choice: string | string[]; reason: string }
   | { type: 'handover.missing'; candidates: string[]; action: 'reask'; attempt: number }
   | { type: 'observer.fired'; observer: string; target?: string; action: string; detail?: unknown }

@@ -89,6 +89,13 @@ export const EventSchemas = [
     isError: Type.Boolean(),
   }),
   ev('tool.denied', { callId: Type.String(), tool: Type.String(), reason: Type.String() }),
+  /** A call the model made that was not run (invalid, over the per-turn cap, no rounds left): why. */
+  ev('tool.refused', {
+    callId: Type.String(),
+    tool: Type.String(),
+    error: Type.String(),
+    reason: Type.String(),
+  }),
   ev('tool.disabled', { tool: Type.String(), reason: Type.String() }),
   ev('handover', { edgeId: Type.String(), from: Type.String(), to: Type.String() }),
   /** An agent that could hand over along several edges chose none: what happened instead. */

@@ -1288,8 +1288,8 @@ export class Run {
     if (e instanceof RunFailure) throw e;
     const node = nc.node;
     const maxAttempts = 1 + (node.role === 'agent' ? ((node.config.retries as number | undefined) ?? 1) : 0);
-    const retryable =
-      !(e instanceof NodeError && !e.retryable) && !(e instanceof ModelError && e.code === 'cancelled');
+    // A model failure is retried within the model call's one budget (models/retry.ts), never on top of it.
+    const retryable = !(e instanceof NodeError && !e.retryable) && !(e instanceof ModelError && !e.retryable);
     if (retryable && attempt < maxAttempts) {
       this.emit(cx, {
         type: 'log',

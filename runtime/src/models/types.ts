@@ -55,7 +55,26 @@ export type ModelErrorCode =
   | 'cancelled'
   | 'auth'
   | 'bad_request'
+  | 'not_found'
+  | 'refused'
+  | 'deadline'
   | 'script_exhausted';
+
+/**
+ * Failures no retry can fix, at any level: the request itself is refused (400, 401, 403, 404, a
+ * refusal under a JSON schema), the total deadline passed, the answer hit the token limit, the
+ * run was cancelled, or a script ran out.
+ */
+const FINAL_CODES: ReadonlySet<ModelErrorCode> = new Set<ModelErrorCode>([
+  'auth',
+  'bad_request',
+  'not_found',
+  'refused',
+  'deadline',
+  'length',
+  'cancelled',
+  'script_exhausted',
+]);
 
 /** A typed model failure: what happened, why, and after how many attempts. */
 export class ModelError extends Error {
@@ -65,8 +84,19 @@ export class ModelError extends Error {
     message: string,
     readonly attempts: number,
     readonly causeText?: string,
+    /** The provider spent the call's retry budget on it (retry.ts): nobody retries it again. */
+    readonly budgetSpent = false,
   ) {
     super(message);
+  }
+
+  /**
+   * Whether another try could succeed and is still within the one retry budget of a model call:
+   * the agent's whole-turn retry asks this, so a 401 is sent once and a dead endpoint costs the
+   * provider's attempts, not the agent's retries times them.
+   */
+  get retryable(): boolean {
+    return !this.budgetSpent && !FINAL_CODES.has(this.code);
   }
 }
 

@@ -38,6 +38,8 @@ export const MAX_TOOL_ARGS_BYTES = 64 * 1024;
 export const MAX_OUTPUT_CHARS = 1024 * 1024;
 export const DEFAULT_TOOL_ROUNDS = 4;
 export const DEFAULT_TOOL_REPAIRS = 2;
+/** Tool calls run per turn (config.maxToolCalls); the calls beyond are refused, each with an event. */
+export const DEFAULT_MAX_TOOL_CALLS = 32;
 export const DEFAULT_OUTPUT_REPAIRS = 2;
 /** Re-asks of an agent that could hand over along several edges and chose none. */
 export const DEFAULT_HANDOVER_REASKS = 1;
@@ -52,6 +54,8 @@ export interface CallProblem {
     | 'arguments_not_object'
     | 'arguments_invalid'
     | 'no_more_tool_rounds'
+    | 'no_tools'
+    | 'over_tool_call_cap'
     | 'not_run_after_invalid_call';
   detail: string;
 }
@@ -255,6 +259,56 @@ export function buildMessages(ctx: NodeContext<AgentConfigT>): ChatMessage[] {
   return messages;
 }
 
+/**
+ * The verdict on the calls of one reply, with an event for every call that will not run:
+ * `tool.denied` (not granted) or `tool.refused` (why). `granted` is undefined when no tool may be
+ * called now; `room` is what is left of the per-turn cap.
+ */
+function checkReply(
+  ctx: NodeContext<AgentConfigT>,
+  calls: readonly ToolCallRequest[],
+  granted: ReadonlyMap<string, ToolPort> | undefined,
+  o: { room: number; maxCalls: number; maxRounds: number; hasTools: boolean },
+): CheckedCalls {
+  let checked: CheckedCalls;
+  if (granted === undefined)
+    checked = {
+      args: [],
+      problems: calls.map((c) => ({
+        callId: clip(String(c.id), 64),
+        tool: clip(String(c.name), 64),
+        ...(o.hasTools
+          ? {
+              error: 'no_more_tool_rounds' as const,
+              detail: `no tool calls are allowed now (${o.maxRounds} rounds used); give your answer`,
+            }
+          : { error: 'no_tools' as const, detail: 'this agent has no tools; give your answer' }),
+      })),
+    };
+  else {
+    const room = Math.max(0, o.room);
+    checked = checkToolCalls(calls.slice(0, room), granted, (c, reason) =>
+      ctx.emit({
+        type: 'tool.denied',
+        callId: clip(String(c.id), 64),
+        tool: clip(String(c.name), 64),
+        reason,
+      }),
+    );
+    for (const c of calls.slice(room))
+      checked.problems.push({
+        callId: clip(String(c.id), 64),
+        tool: clip(String(c.name), 64),
+        error: 'over_tool_call_cap',
+        detail: `not run: a turn runs at most ${o.maxCalls} tool calls; answer with what you have`,
+      });
+  }
+  for (const p of checked.problems)
+    if (p.error !== 'not_granted')
+      ctx.emit({ type: 'tool.refused', callId: p.callId, tool: p.tool, error: p.error, reason: p.detail });
+  return checked;
+}
+
 const NO_TOOLS: readonly ToolPort[] = [];
 const NO_GRANTS: ReadonlyMap<string, ToolPort> = new Map();
 /** Never offered to a model (tools are offered only when there are some), so never mutated. */
@@ -296,6 +350,7 @@ async function agentTurn(
 ): Promise<StepOutcome> {
   const cfg = ctx.node.config;
   const maxRounds = cfg.toolRounds ?? DEFAULT_TOOL_ROUNDS;
+  const maxCalls = cfg.maxToolCalls ?? DEFAULT_MAX_TOOL_CALLS;
   // Most agents have no tools: no await (a microtask per turn) and no per-turn tables for them.
   const tools = maxRounds > 0 && ctx.noTools !== true ? await ctx.tools() : NO_TOOLS;
   let granted: ReadonlyMap<string, ToolPort> = NO_GRANTS;
@@ -349,24 +404,12 @@ async function agentTurn(
     }
 
     if (reply.toolCalls.length > 0) {
-      const checked: CheckedCalls = offer
-        ? checkToolCalls(reply.toolCalls, offerGranted, (c, reason) =>
-            ctx.emit({
-              type: 'tool.denied',
-              callId: clip(String(c.id), 64),
-              tool: clip(String(c.name), 64),
-              reason,
-            }),
-          )
-        : {
-            args: [],
-            problems: reply.toolCalls.map((c) => ({
-              callId: clip(String(c.id), 64),
-              tool: clip(String(c.name), 64),
-              error: 'no_more_tool_rounds' as const,
-              detail: `no tool calls are allowed now (${maxRounds} rounds used); give your answer`,
-            })),
-          };
+      const checked = checkReply(ctx, reply.toolCalls, offer ? offerGranted : undefined, {
+        room: maxCalls - toolCalls,
+        maxCalls,
+        maxRounds,
+        hasTools: specs.length > 0,
+      });
       const { problems } = checked;
       if (problems.length > 0 && ++toolRepairs > DEFAULT_TOOL_REPAIRS)
         throw new NodeError(

@@ -88,11 +88,20 @@ export const AgentConfig = Type.Object(
     toolRounds: Type.Optional(
       Type.Integer({ minimum: 0, maximum: 50, description: 'Tool-call rounds per turn. Default 4.' }),
     ),
+    maxToolCalls: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1000,
+        description:
+          'Tool calls run per turn; each call beyond it is refused with a tool.refused event. Default 32.',
+      }),
+    ),
     retries: Type.Optional(
       Type.Integer({
         minimum: 0,
         maximum: 10,
-        description: 'Whole-turn retries after a failure. Default 1.',
+        description:
+          'Whole-turn retries after a failure of the turn (invalid output or tool calls after their repairs, a tool error). A failed model call is retried only within its model budget (models.NAME.maxRetries), never on top of it. Default 1.',
       }),
     ),
     backend: Type.Optional(AcpBackend),
