@@ -111,6 +111,9 @@ export const EventSchemas = [
     attempt: Type.Optional(Type.Integer({ minimum: 1 })),
   }),
   ev('decision', { choice: Type.Union([Type.String(), Type.Array(Type.String())]), reason: Type.String() }),
+  /** The mic (who may speak under a micGrant guard) went to `holder`, given by the decider `by`. */
+  ev('mic.granted', { holder: Type.String(), by: Type.String() }),
+  ev('mic.released', { holder: Type.String(), reason: Type.String() }),
   ev('observer.fired', {
     observer: Type.String(),
     target: Type.Optional(Type.String()),

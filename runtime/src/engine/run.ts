@@ -59,6 +59,7 @@ import type { EventQueue } from './event-queue.js';
 import { compileFlow, type GEdge, type GNode, type Graph, joinNode } from './graph.js';
 import { edgesWithoutHandover, handoverParameters } from './handover-policy.js';
 import { DEFAULT_MAX_STEPS, MAX_DELEGATION_DEPTH } from './limits.js';
+import { grantMic, releaseMicLeaving } from './mic.js';
 import {
   type CheckpointData,
   type Cursor,
@@ -1401,7 +1402,7 @@ export class Run {
       }
     }
     if (o.state) for (const k of Object.keys(o.state)) nc.state.set(k, o.state[k]);
-    if (o.grantMic !== undefined) d.mic = o.grantMic;
+    if (o.grantMic !== undefined) grantMic(d, o.grantMic, node.id, (e) => this.emit(cx, e));
     if (o.output !== undefined) {
       d.output = o.output;
       d.hasOutput = true;
@@ -1812,6 +1813,8 @@ export class Run {
     const team = this.graph.nodes.get(scope.team!)!;
     const last = this.lastMessage(cx);
     this.emit(cx, { type: 'log', nodeId: team.id, level: 'info', text: `team ${team.id} ended: ${reason}` });
+    const d = cx.data;
+    if (d.mic !== undefined) releaseMicLeaving(d, team, this.graph.nodes.get(d.mic), (e) => this.emit(cx, e));
     this.emit(cx, {
       type: 'node.completed',
       nodeId: team.id,

@@ -121,6 +121,11 @@ async function decideByLlm(ctx: NodeContext<DeciderConfigT>): Promise<StepOutcom
     .filter(Boolean)
     .join('\n\n');
   const messages: ChatMessage[] = [{ role: 'system', content: system }];
+  // The room as summary memory gives it: the latest summary, then every message after it (the
+  // last 20), so what the summary covers is not lost to the arbiter.
+  const summary = ctx.run.summary();
+  if (summary)
+    messages.push({ role: 'user', content: `Summary of the conversation so far:\n${summary.text}` });
   const view = ctx.run.view('summary');
   for (const m of view.slice(-20)) messages.push({ role: 'user', content: `[${m.author}] ${m.content}` });
   if (messages.length === 1) messages.push({ role: 'user', content: ctx.run.task });
