@@ -7,7 +7,9 @@
  */
 import type { Flow } from '@switchboard/schemas';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeOpenAIProvider } from '../models/openai.js';
 import { type FakeOpenAIServer, startFakeOpenAIServer } from '../models/testing/fake-openai-server.js';
+import type { ModelError } from '../models/types.js';
 import { agent, collectRun, edge, flow, MemoryToolHost, node } from './testing/index.js';
 
 // A server per test: a step one test left unconsumed must not reach the next.
@@ -72,12 +74,31 @@ describe('model faults through a run', () => {
     expect(fake.requests).toHaveLength(3);
   });
 
-  it('a body that is not JSON is named as such, streamed or not', async () => {
+  it('a body that is not JSON is named as such, streamed (a run) or not (the provider)', async () => {
     fake.enqueue({ fault: 'malformed', times: 10 });
     const { result } = await run(oneAgent({ maxRetries: 0 }));
     expect(result.error?.code).toBe('model_bad_response');
     expect(result.error?.message).toContain('the body was not JSON');
     expect(result.error?.message).not.toContain('carried no choices');
+
+    const provider = makeOpenAIProvider(
+      'default',
+      { provider: 'openai', model: 'fake', baseURL: fake.url, maxRetries: 0 },
+      { resolveEnv: () => undefined },
+      { allowLocalEndpoints: true },
+    );
+    const err = await provider
+      .complete({
+        nodeId: 'a',
+        messages: [{ role: 'user', content: 'hi' }],
+        signal: new AbortController().signal,
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e as ModelError,
+      );
+    expect(err?.code).toBe('bad_response');
+    expect(err?.message).toContain('the body was not JSON');
   });
 
   describe('a reply with 100 tool calls: each is run or refused, with an event that says why', () => {

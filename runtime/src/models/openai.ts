@@ -7,8 +7,12 @@
  *   (set by hosts for `--model NAME=BASEURL`), `SWITCHBOARD_ALLOW_LOCAL_MODELS=1`, or the
  *   `allowLocalEndpoints` option of `makeOpenAIProvider`.
  * - The SDK's retries are off (`maxRetries: 0`); retry.ts holds the one policy (transport and
- *   answer layers). `config.maxRetries` sets the transport budget, `config.timeoutMs` the time to
- *   response headers and the longest silence inside a stream.
+ *   answer layers), the one retry budget of a call. `config.maxRetries` sets the transport budget,
+ *   `config.timeoutMs` the time to response headers and the longest silence inside a stream, and
+ *   `config.deadlineMs` the total time of the call (every attempt, wait and delta; default 30 s
+ *   plus 20 ms per token of `maxTokens`), past which it fails with `model_deadline`.
+ * - What no retry can fix is never retried: 400, 401/403, 404 and a refusal (`message.refusal`).
+ * - A body that is not JSON (or a stream without one JSON event) is reported as such.
  * - Streaming (when the caller passes `onDelta`) assembles tool-call deltas itself, by index, or by
  *   id when a server omits the index; usage comes from `stream_options.include_usage`.
  * - The caller's AbortSignal reaches the HTTP request: aborting destroys the socket.
