@@ -39,7 +39,11 @@ export interface TokenUsage {
 export interface ModelCall {
   messages: ChatMessage[];
   tools?: ToolSpec[];
-  jsonSchema?: { name: string; schema: Record<string, unknown> };
+  /**
+   * Ask for JSON matching this schema. `strict`: the schema is written for providers that enforce
+   * it exactly (every property required, no extra ones), so they cannot answer outside it.
+   */
+  jsonSchema?: { name: string; schema: Record<string, unknown>; strict?: boolean };
 }
 
 export interface ModelReply {

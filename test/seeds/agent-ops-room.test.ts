@@ -182,6 +182,10 @@ describe('Agent Ops Room', () => {
           (r.body!.response_format as { json_schema: { schema: { properties: { choice: unknown } } } })
             .json_schema.schema.properties.choice,
         ).toEqual({ type: 'string', enum: ['to-oncall', 'to-investigator', 'to-comms', 'done'] });
+      for (const r of asked)
+        expect((r.body!.response_format as { json_schema: { strict?: boolean } }).json_schema.strict).toBe(
+          true,
+        );
     });
   });
 });

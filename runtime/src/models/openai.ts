@@ -388,7 +388,11 @@ class OpenAIProvider implements ModelProvider {
         ? {
             response_format: {
               type: 'json_schema' as const,
-              json_schema: { name: safeName(request.jsonSchema.name), schema: request.jsonSchema.schema },
+              json_schema: {
+                name: safeName(request.jsonSchema.name),
+                schema: request.jsonSchema.schema,
+                ...(request.jsonSchema.strict ? { strict: true } : {}),
+              },
             },
           }
         : {}),

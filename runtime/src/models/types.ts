@@ -16,7 +16,7 @@ export interface ModelRequest {
   messages: ChatMessage[];
   tools?: ToolSpec[];
   /** Ask for JSON matching this schema (structured output). */
-  jsonSchema?: { name: string; schema: Record<string, unknown> };
+  jsonSchema?: { name: string; schema: Record<string, unknown>; strict?: boolean };
   signal: AbortSignal;
   /** Streamed text, as it arrives. Best-effort. */
   onDelta?: (text: string) => void;

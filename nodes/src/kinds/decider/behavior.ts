@@ -84,7 +84,9 @@ function decideRoundRobin(ctx: NodeContext<DeciderConfigT>): StepOutcome {
 /**
  * The arbiter's answer format: `choice` is an `enum` of the candidate edge ids (and "done" when
  * allowed), or an array of them for multi-choice, so a provider with structured outputs cannot
- * answer outside the set. The answer is still checked (and re-asked) for providers without them.
+ * answer outside the set. Written for strict mode (every property required, no others, only
+ * keywords strict providers take): an empty or repeated list is caught by the check that follows,
+ * which also re-asks providers without structured outputs.
  */
 export function arbiterSchema(
   candidates: readonly Candidate[],
@@ -94,7 +96,7 @@ export function arbiterSchema(
   const one = { type: 'string', enum: o.allowDone ? [...ids, DONE] : ids };
   const choice = o.allowMultiple
     ? {
-        anyOf: [one, { type: 'array', items: { type: 'string', enum: ids }, minItems: 1, uniqueItems: true }],
+        anyOf: [one, { type: 'array', items: { type: 'string', enum: ids } }],
       }
     : one;
   return {
@@ -132,7 +134,7 @@ async function decideByLlm(ctx: NodeContext<DeciderConfigT>): Promise<StepOutcom
   const maxRetries = cfg.maxRetries ?? 2;
   const schema = arbiterSchema(ctx.candidates, cfg);
   for (let attempt = 0; ; attempt++) {
-    const reply = await model.complete({ messages, jsonSchema: { name: 'decision', schema } });
+    const reply = await model.complete({ messages, jsonSchema: { name: 'decision', schema, strict: true } });
     const parsed = parseJsonOutput(reply.text);
     let problem: string;
     if (parsed.ok && parsed.value && typeof parsed.value === 'object') {
