@@ -39,7 +39,11 @@ export interface TokenUsage {
 export interface ModelCall {
   messages: ChatMessage[];
   tools?: ToolSpec[];
-  jsonSchema?: { name: string; schema: Record<string, unknown> };
+  /**
+   * Ask for JSON matching this schema. `strict`: the schema is written for providers that enforce
+   * it exactly (every property required, no extra ones), so they cannot answer outside it.
+   */
+  jsonSchema?: { name: string; schema: Record<string, unknown>; strict?: boolean };
 }
 
 export interface ModelReply {
@@ -187,7 +191,9 @@ export interface Candidate {
 
 export type BehaviorEvent =
   | { type: 'tool.denied'; callId: string; tool: string; reason: string }
+  | { type: 'tool.refused'; callId: string; tool: string; error: string; reason: string }
   | { type: 'decision'; choice: string | string[]; reason: string }
+  | { type: 'handover.missing'; candidates: string[]; action: 'reask'; attempt: number }
   | { type: 'observer.fired'; observer: string; target?: string; action: string; detail?: unknown }
   | { type: 'log'; level: string; text: string };
 

@@ -35,6 +35,8 @@ export const PROBLEM_CODES = {
   'start-count': 'A flow has exactly one start node',
   'no-end': 'A flow has at least one end node',
   unreachable: 'The node cannot be reached from the start node',
+  'no-default-handover':
+    'The agent can hand over along several edges and names no default (config.noHandover.default) for a turn that chooses none',
   'endless-cycle':
     'These nodes hand over in a cycle that nothing can stop (no decider, human or enclosing team with a termination)',
   'bad-route': 'A decider route must name an edge the decider can take (or the node it leads to), or "done"',
@@ -63,6 +65,7 @@ export const WARNING_CODES: ReadonlySet<ProblemCode> = new Set<ProblemCode>([
   'bom',
   'migrated',
   'unreachable',
+  'no-default-handover',
   'hidden-characters',
 ]);
 

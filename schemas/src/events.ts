@@ -159,9 +159,31 @@ export const EventSchemas = [
     isError: Type.Boolean(),
   }),
   ev('tool.denied', { callId: Type.String(), tool: Type.String(), reason: Type.String() }),
+  /** A call the model made that was not run (invalid, over the per-turn cap, no rounds left): why. */
+  ev('tool.refused', {
+    callId: Type.String(),
+    tool: Type.String(),
+    error: Type.String(),
+    reason: Type.String(),
+  }),
   ev('tool.disabled', { tool: Type.String(), reason: Type.String() }),
   ev('handover', { edgeId: Type.String(), from: Type.String(), to: Type.String() }),
+  /** An agent that could hand over along several edges chose none: what happened instead. */
+  ev('handover.missing', {
+    nodeId: Type.String(),
+    candidates: Type.Array(Type.String()),
+    action: Type.Union([
+      Type.Literal('reask'),
+      Type.Literal('default'),
+      Type.Literal('done'),
+      Type.Literal('fail'),
+    ]),
+    attempt: Type.Optional(Type.Integer({ minimum: 1 })),
+  }),
   ev('decision', { choice: Type.Union([Type.String(), Type.Array(Type.String())]), reason: Type.String() }),
+  /** The mic (who may speak under a micGrant guard) went to `holder`, given by the decider `by`. */
+  ev('mic.granted', { holder: Type.String(), by: Type.String() }),
+  ev('mic.released', { holder: Type.String(), reason: Type.String() }),
   ev('observer.fired', {
     observer: Type.String(),
     target: Type.Optional(Type.String()),

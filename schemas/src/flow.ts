@@ -48,7 +48,14 @@ export const ModelConfig = Type.Object(
     apiKey: Type.Optional(SecretRef),
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
     maxTokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** Time to response headers, and the longest silence inside a streamed answer. */
     timeoutMs: Type.Optional(Type.Integer({ minimum: 1 })),
+    /**
+     * The total time one model call may take, every attempt, wait and streamed delta included; past
+     * it the call fails with `model_deadline`. Default 30 s, plus 20 ms per token of `maxTokens`.
+     */
+    deadlineMs: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** Transport retries of one model call: its one retry budget (agent turns never add to it). */
     maxRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
     /** Scripted replies, for tests and offline demos (provider `scripted`). */
     script: Type.Optional(Type.Array(Type.Unknown())),

@@ -557,6 +557,26 @@ function semanticChecks(flow: Flow, kinds: KindCatalog, c: Collector): void {
     }
   });
 
+  // An agent that can hand over along several edges and chooses none: the flow says what then
+  // (config.noHandover.default: an edge, or "done"); without it the run fails with no_handover.
+  flow.nodes.forEach((n, i) => {
+    if (infos[i]?.role !== 'agent') return;
+    const outs = handoverOut.get(n.id) ?? [];
+    if (outs.length < 2) return;
+    const mode = n.parent === undefined ? 'handover' : (node(n.parent)?.config.mode ?? 'handover');
+    if (mode !== 'handover') return; // in group chats and fsm teams the team picks who is next
+    const policy = n.config.noHandover as { default?: unknown } | undefined;
+    if (policy?.default !== undefined) return;
+    c.warn(
+      problem(
+        'no-default-handover',
+        `/nodes/${i}/config`,
+        `${quote(n.id)} can hand over along ${outs.map((o) => quote(o.edge.id)).join(', ')}; a turn that calls no handover tool fails the run`,
+        nodeIds(n.id),
+      ),
+    );
+  });
+
   // Nodes that name no model use "default", which must then exist.
   if (!Object.hasOwn(flow.models, 'default'))
     flow.nodes.forEach((n, i) => {

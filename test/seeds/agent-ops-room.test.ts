@@ -1,9 +1,10 @@
 /**
  * Agent Ops Room (flows/agent-ops-room.json): a facilitator decider assigns tasks and grants the
- * mic; the gateway (a guard on the room) rejects a message without the mic, a message that is not
- * a valid JSON publication and a message over the rate limit, letting the agent retry; an
- * incremental summarizer condenses the room every 4 messages and agents see the summary plus
- * every later message.
+ * mic, and every grant and release is an event; the gateway (one guard on the room, `when:
+ * "both"`) refuses a speaker without the mic or over the rate limit before any model call, and
+ * after the turn rejects a message that is not a valid JSON publication, letting the agent retry;
+ * an incremental summarizer condenses the room every 4 messages, and agents and the facilitator
+ * see the summary plus every later message.
  */
 import type { Flow } from '@switchboard/schemas';
 import { describe, expect, it } from 'vitest';
@@ -34,20 +35,44 @@ function checkRoom(run: SeedRun): void {
   expect(result.status, JSON.stringify(result.error)).toBe('completed');
   expect(JSON.stringify(result.output)).toContain('Resolved: checkout errors');
 
-  // The on-call agent spoke before anyone held the mic: rejected, retried, rejected, dropped.
+  // The on-call agent was paged before anyone held the mic: the gateway refused the turn before
+  // any model call (one guard checks both sides of a turn).
   const micRejections = ofType(events, 'observer.fired', 'gateway').filter((e) => reason(e).includes('mic'));
-  expect(micRejections.map((e) => [e.action, e.target])).toEqual([
-    ['retry', 'oncall'],
-    ['block', 'oncall'],
+  expect(micRejections.map((e) => [e.action, e.target, (e.detail as { when: string }).when])).toEqual([
+    ['block', 'oncall', 'before'],
   ]);
   expect(reason(micRejections[0]!)).toBe('"oncall" was not granted the mic');
-  const oncallRetry = requests.filter((r) => r.nodeId === 'oncall')[1]!;
-  expect(oncallRetry.messages.at(-1)!.content).toContain(
-    'Your last message was rejected: "oncall" was not granted the mic. Try again.',
-  );
   const firstGrant = indexOf(events, 'decision', 'facilitator');
-  expect(events.indexOf(micRejections[1]!)).toBeLessThan(firstGrant);
+  expect(events.indexOf(micRejections[0]!)).toBeLessThan(firstGrant);
   expect(ofType(events.slice(0, firstGrant), 'message', 'oncall')).toEqual([]);
+  expect(ofType(events.slice(0, firstGrant), 'model.completed', 'oncall')).toEqual([]);
+  const firstOncall = requests.findIndex((r) => r.nodeId === 'oncall');
+  const firstFacilitator = requests.findIndex((r) => r.nodeId === 'facilitator');
+  expect(firstFacilitator).toBeGreaterThanOrEqual(0);
+  expect(firstOncall).toBeGreaterThan(firstFacilitator);
+
+  // Every grant and release of the mic is an event: a new grant releases the previous holder,
+  // and leaving the room releases the last one.
+  const mic = events
+    .filter((e) => e.type === 'mic.granted' || e.type === 'mic.released')
+    .map((e) => `${e.type === 'mic.granted' ? '+' : '-'}${(e as Ev).holder}`);
+  expect(mic).toEqual([
+    '+oncall',
+    '-oncall',
+    '+investigator',
+    '-investigator',
+    '+oncall',
+    '-oncall',
+    '+investigator',
+    '-investigator',
+    '+comms',
+    '-comms',
+  ]);
+  for (const g of ofType(events, 'mic.granted')) expect(g.by).toBe('facilitator');
+  // Each grant comes right after the facilitator's decision and before the holder speaks.
+  const grantsAt = ofType(events, 'mic.granted').map((g) => events.indexOf(g));
+  const decisionsAt = ofType(events, 'decision', 'facilitator').map((d) => events.indexOf(d));
+  for (let i = 0; i < grantsAt.length; i++) expect(grantsAt[i]).toBeGreaterThan(decisionsAt[i]!);
 
   // The facilitator assigned every task and granted the mic; each granted agent got through.
   const grants = ofType(events, 'decision', 'facilitator').map((d) => d.choice);
@@ -66,9 +91,12 @@ function checkRoom(run: SeedRun): void {
     'The facilitator gives you the mic. Your task: write the status update.',
   );
 
-  // Schema: the investigator's prose was rejected and its retry, a JSON publication, accepted.
+  // Schema, after the turn, by the same guard: the investigator's prose was rejected and its
+  // retry, a JSON publication, accepted.
   const schema = ofType(events, 'observer.fired', 'gateway').filter((e) => reason(e).includes('not JSON'));
   expect(schema.map((e) => [e.action, e.target])).toEqual([['retry', 'investigator']]);
+  const prose = events.indexOf(schema[0]!);
+  expect(ofType(events.slice(0, prose), 'model.completed', 'investigator')).toHaveLength(1);
   const published = ofType(events, 'message').filter((e) => e.nodeId && e.nodeId !== 'start');
   for (const m of published) expect(['finding', 'action', 'status']).toContain(JSON.parse(content(m)).kind);
 
@@ -95,6 +123,17 @@ function checkRoom(run: SeedRun): void {
       commsReq.messages.some((x) => x.content === content(m)),
       content(m),
     ).toBe(false);
+  // The facilitator, an LLM decider, reads the room the same way: after the summary its prompt
+  // holds the summary, then the later messages.
+  const facAfter = requests.filter(
+    (r, i) => r.nodeId === 'facilitator' && i > requests.findIndex((x) => x.nodeId === 'room-summary'),
+  );
+  expect(facAfter.length).toBeGreaterThan(0);
+  for (const r of facAfter) {
+    expect(r.messages[1]!.content).toBe(`Summary of the conversation so far:\n${summaryText}`);
+    for (const m of before)
+      expect(r.messages.some((x) => String(x.content).includes(content(m)))).toBe(false);
+  }
   // The summarizer condensed exactly the messages up to seq 4.
   const sumReq = requests.find((r) => r.nodeId === 'room-summary')!;
   expect(sumReq.messages[1]!.content).toContain('Previous summary:\n(none)');
@@ -102,13 +141,13 @@ function checkRoom(run: SeedRun): void {
 }
 
 describe('Agent Ops Room', () => {
-  it('scripted: mic grants, gateway reject-and-retry (mic, schema), incremental summary as context', async () => {
+  it('scripted: mic grant and release events, one gateway before (mic) and after (schema) a turn, summary as context for agents and facilitator', async () => {
     const run = await runSeed(flow, INPUT, { dataDir: root.sub('scripted') });
     checkRoom(run);
     expect(run.events.every((e) => e.scripted === true)).toBe(true);
   });
 
-  it('the gateway rate-limits each agent: over the limit a message is rejected, retried, then dropped', async () => {
+  it('the gateway rate-limits each agent: over the limit a turn is refused before the model is called', async () => {
     const strict = structuredClone(flow) as Flow;
     strict.nodes.find((n) => n.id === 'gateway')!.config.ratePerMinute = 1;
     const run = await runSeed(strict, INPUT, { dataDir: root.sub('rate') });
@@ -116,12 +155,11 @@ describe('Agent Ops Room', () => {
     const rate = ofType(run.events, 'observer.fired', 'gateway').filter((e) =>
       reason(e).includes('messages per minute'),
     );
-    // oncall's second publication (the rollback) and investigator's second finding.
-    expect(rate.map((e) => [e.action, e.target])).toEqual([
-      ['retry', 'oncall'],
-      ['block', 'oncall'],
-      ['retry', 'investigator'],
-      ['block', 'investigator'],
+    // oncall's second turn (the rollback) and investigator's second finding: refused before the
+    // model is called.
+    expect(rate.map((e) => [e.action, e.target, (e.detail as { when: string }).when])).toEqual([
+      ['block', 'oncall', 'before'],
+      ['block', 'investigator', 'before'],
     ]);
     expect(reason(rate[0]!)).toBe('"oncall" exceeded 1 messages per minute');
     expect(speakers(run.events)).toEqual(['oncall', 'investigator', 'comms']);
@@ -136,6 +174,20 @@ describe('Agent Ops Room', () => {
       expectRequestsMatch([run.events], fake);
       checkRoom(run);
       expect(run.events.some((e) => e.scripted)).toBe(false);
+      // The facilitator's answer format allows only its candidate edges (and "done").
+      const asked = fake.requests.filter((r) =>
+        JSON.stringify(r.body?.messages?.[0]).includes('You are the Agent Ops Room facilitator'),
+      );
+      expect(asked.length).toBeGreaterThan(0);
+      for (const r of asked)
+        expect(
+          (r.body!.response_format as { json_schema: { schema: { properties: { choice: unknown } } } })
+            .json_schema.schema.properties.choice,
+        ).toEqual({ type: 'string', enum: ['to-oncall', 'to-investigator', 'to-comms', 'done'] });
+      for (const r of asked)
+        expect((r.body!.response_format as { json_schema: { strict?: boolean } }).json_schema.strict).toBe(
+          true,
+        );
     });
   });
 });

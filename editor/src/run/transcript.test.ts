@@ -123,6 +123,34 @@ describe('transcript fold', () => {
     expect(cancelled.phase).toBe('cancelled');
   });
 
+  it('shows a missing handover, mic grants and releases, and refused tool calls', () => {
+    const v = fold(
+      EMPTY_VIEW,
+      'r1',
+      events([
+        { type: 'handover.missing', nodeId: 't', candidates: ['e1', 'e2'], action: 'reask', attempt: 1 },
+        { type: 'handover.missing', nodeId: 't', candidates: ['e1', 'e2'], action: 'fail' },
+        { type: 'mic.granted', nodeId: 'a', holder: 'a', by: 'd' },
+        { type: 'mic.released', nodeId: 'a', holder: 'a', reason: 'team "room" ended' },
+        {
+          type: 'tool.refused',
+          nodeId: 'a',
+          callId: 'c9',
+          tool: 'ping',
+          error: 'over_tool_call_cap',
+          reason: 'cap',
+        },
+      ]),
+    );
+    expect(v.entries.map((e) => [e.kind, e.text, e.tone])).toEqual([
+      ['handover', 't handed over to none of e1, e2: asked again (1)', 'muted'],
+      ['handover', 't handed over to none of e1, e2: fail', 'error'],
+      ['log', 'a holds the mic (granted by d)', 'muted'],
+      ['log', 'a released the mic: team "room" ended', 'muted'],
+      ['tool', 'refused (over_tool_call_cap): cap', 'error'],
+    ]);
+  });
+
   it('keeps at most maxEntries entries and counts the dropped ones', () => {
     const many = events(
       Array.from({ length: 50 }, (_, i) => ({ type: 'log', level: 'info', text: `line ${i}` })),

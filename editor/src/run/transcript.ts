@@ -264,12 +264,53 @@ export function fold(
       case 'tool.denied':
         push({ ...base, kind: 'tool', who: ev.tool, text: `denied: ${ev.reason}`, tone: 'error' });
         break;
+      case 'tool.refused':
+        push({
+          ...base,
+          kind: 'tool',
+          who: ev.tool,
+          text: `refused (${ev.error}): ${ev.reason}`,
+          tone: 'error',
+        });
+        break;
       case 'tool.disabled':
         push({ ...base, kind: 'tool', who: ev.tool, text: `disabled: ${ev.reason}`, tone: 'error' });
         break;
       case 'handover':
         v.activeEdge = ev.edgeId;
         push({ ...base, kind: 'handover', text: `${ev.from} → ${ev.to}`, tone: 'muted' });
+        break;
+      case 'handover.missing':
+        push({
+          ...base,
+          kind: 'handover',
+          text: `${ev.nodeId} handed over to none of ${ev.candidates.join(', ')}: ${
+            ev.action === 'reask'
+              ? `asked again (${ev.attempt ?? 1})`
+              : ev.action === 'default'
+                ? `default ${ev.edgeId ?? ''}`
+                : ev.action
+          }`,
+          tone: ev.action === 'fail' ? 'error' : 'muted',
+        });
+        break;
+      case 'mic.granted':
+        push({
+          ...base,
+          kind: 'log',
+          who: 'mic',
+          text: `${ev.holder} holds the mic (granted by ${ev.by})`,
+          tone: 'muted',
+        });
+        break;
+      case 'mic.released':
+        push({
+          ...base,
+          kind: 'log',
+          who: 'mic',
+          text: `${ev.holder} released the mic: ${ev.reason}`,
+          tone: 'muted',
+        });
         break;
       case 'decision':
         push({

@@ -55,11 +55,13 @@ import {
 import type { ToolHandle, ToolHostContext } from '../tools/types.js';
 import { type AcpBackendConfig, type AcpSession, acpBehavior } from './acp-agent.js';
 import { type BudgetHit, BudgetTracker } from './budgets.js';
-import { errorInfo, FINAL_MODEL_CODES, operatorRefusal } from './error-info.js';
+import { errorInfo, operatorRefusal } from './error-info.js';
 import { Cancelled, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
 import { compileFlow, type GEdge, type GNode, type Graph, joinNode } from './graph.js';
+import { edgesWithoutHandover, handoverParameters } from './handover-policy.js';
 import { DEFAULT_MAX_STEPS, MAX_DELEGATION_DEPTH } from './limits.js';
+import { grantMic, releaseMicLeaving } from './mic.js';
 import { flowSecrets, RequestRecorder } from './request-log.js';
 import {
   type CheckpointData,
@@ -904,10 +906,7 @@ export class Run {
           description:
             e.config.description ??
             `Hand the work over to ${target.label}${typeof target.config.role === 'string' ? ` (${target.config.role})` : ''}.`,
-          parameters: {
-            type: 'object',
-            properties: { note: { type: 'string', description: 'Optional note for the receiver.' } },
-          },
+          parameters: handoverParameters(e.target),
           source: 'handover',
           edgeId: e.id,
           call: async (args, callId) => {
@@ -1383,9 +1382,8 @@ export class Run {
     if (e instanceof RunFailure) throw e;
     const node = nc.node;
     const maxAttempts = 1 + (node.role === 'agent' ? ((node.config.retries as number | undefined) ?? 1) : 0);
-    const retryable =
-      !(e instanceof NodeError && !e.retryable) &&
-      !(e instanceof ModelError && FINAL_MODEL_CODES.has(e.code));
+    // A model failure is retried within the model call's one budget (models/retry.ts), never on top of it.
+    const retryable = !(e instanceof NodeError && !e.retryable) && !(e instanceof ModelError && !e.retryable);
     if (retryable && attempt < maxAttempts) {
       this.emit(cx, {
         type: 'log',
@@ -1498,7 +1496,7 @@ export class Run {
       }
     }
     if (o.state) for (const k of Object.keys(o.state)) nc.state.set(k, o.state[k]);
-    if (o.grantMic !== undefined) d.mic = o.grantMic;
+    if (o.grantMic !== undefined) grantMic(d, o.grantMic, node.id, (e) => this.emit(cx, e));
     if (o.output !== undefined) {
       d.output = o.output;
       d.hasOutput = true;
@@ -1670,7 +1668,12 @@ export class Run {
       cur.at = null;
       return undefined;
     }
-    return this.take(cx, cur, node, o.route ? this.edgesById(node, o.route.edges) : this.defaultEdges(node));
+    return this.take(
+      cx,
+      cur,
+      node,
+      o.route ? this.edgesById(node, o.route.edges) : this.defaultEdges(cx, node),
+    );
   }
 
   private async routeInTeam(cx: Ctx, cur: Cursor, node: GNode, o: Outcome, scope: Scope): Promise<void> {
@@ -1722,7 +1725,7 @@ export class Run {
       await this.runTerminationDecider(cx, cur, this.graph.nodes.get(scope.team)!);
       if (cur.at === null) return;
     }
-    const edges = o.route ? this.edgesById(node, o.route.edges) : this.defaultEdges(node);
+    const edges = o.route ? this.edgesById(node, o.route.edges) : this.defaultEdges(cx, node);
     await this.take(cx, cur, node, edges);
   }
 
@@ -1737,10 +1740,10 @@ export class Run {
     return out;
   }
 
-  /** Without an explicit choice: one edge is followed; several fan out, except from an agent (it chose none: its answer ends the scope). */
-  private defaultEdges(node: GNode): GEdge[] {
+  /** Without an explicit choice: one edge is followed; several fan out, except from an agent (it chose none: handover-policy.ts). */
+  private defaultEdges(cx: Ctx, node: GNode): GEdge[] {
     if (node.out.length <= 1) return node.out;
-    if (node.role === 'agent') return [];
+    if (node.role === 'agent') return edgesWithoutHandover(node, (e) => this.emit(cx, e));
     if (node.role === 'human') return node.out.filter((e) => e.config.branch === undefined);
     return node.out;
   }
@@ -1904,6 +1907,8 @@ export class Run {
     const team = this.graph.nodes.get(scope.team!)!;
     const last = this.lastMessage(cx);
     this.emit(cx, { type: 'log', nodeId: team.id, level: 'info', text: `team ${team.id} ended: ${reason}` });
+    const d = cx.data;
+    if (d.mic !== undefined) releaseMicLeaving(d, team, this.graph.nodes.get(d.mic), (e) => this.emit(cx, e));
     this.emit(cx, {
       type: 'node.completed',
       nodeId: team.id,

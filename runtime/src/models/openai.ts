@@ -7,8 +7,12 @@
  *   (set by hosts for `--model NAME=BASEURL`), `SWITCHBOARD_ALLOW_LOCAL_MODELS=1`, or the
  *   `allowLocalEndpoints` option of `makeOpenAIProvider`.
  * - The SDK's retries are off (`maxRetries: 0`); retry.ts holds the one policy (transport and
- *   answer layers). `config.maxRetries` sets the transport budget, `config.timeoutMs` the time to
- *   response headers and the longest silence inside a stream.
+ *   answer layers), the one retry budget of a call. `config.maxRetries` sets the transport budget,
+ *   `config.timeoutMs` the time to response headers and the longest silence inside a stream, and
+ *   `config.deadlineMs` the total time of the call (every attempt, wait and delta; default 30 s
+ *   plus 20 ms per token of `maxTokens`), past which it fails with `model_deadline`.
+ * - What no retry can fix is never retried: 400, 401/403, 404 and a refusal (`message.refusal`).
+ * - A body that is not JSON (or a stream without one JSON event) is reported as such.
  * - Streaming (when the caller passes `onDelta`) assembles tool-call deltas itself, by index, or by
  *   id when a server omits the index; usage comes from `stream_options.include_usage`.
  * - The caller's AbortSignal reaches the HTTP request: aborting destroys the socket.
@@ -59,8 +63,10 @@ export interface OpenAIProviderOptions {
   maxAnswerRetries?: number;
   /** Time to response headers and longest silence in a stream; `config.timeoutMs` overrides. Default 60 s. */
   timeoutMs?: number;
-  /** Longest one attempt may take in total, streaming included. Default 10 min. */
+  /** Longest one attempt may take in total, streaming included. Default 10 min, and never past the deadline. */
   attemptTimeoutMs?: number;
+  /** The total time of one call, all attempts included; `config.deadlineMs` overrides. */
+  deadlineMs?: number;
   /** Largest response body. Default 32 MiB. */
   maxResponseBytes?: number;
 }
@@ -68,6 +74,16 @@ export interface OpenAIProviderOptions {
 const PLACEHOLDER_KEY = 'switchboard-no-key';
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_ATTEMPT_TIMEOUT_MS = 600_000;
+/** A call's total deadline: this, plus DEADLINE_MS_PER_TOKEN per token of `maxTokens` when set. */
+export const DEFAULT_DEADLINE_MS = 30_000;
+export const DEADLINE_MS_PER_TOKEN = 20;
+
+/** The total deadline of one call under this config (see ModelConfig.deadlineMs). */
+export function callDeadlineMs(config: ModelConfigT, fallback?: number): number {
+  return (
+    config.deadlineMs ?? fallback ?? DEFAULT_DEADLINE_MS + (config.maxTokens ?? 0) * DEADLINE_MS_PER_TOKEN
+  );
+}
 const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 
 /** OpenAI's `name` fields accept `[A-Za-z0-9_-]{1,64}`; our node ids may hold `.` and `:`. */
@@ -134,6 +150,7 @@ export function classifyOpenAIError(err: unknown): AttemptFailure {
     }
     if (status === 408) return { code: 'timeout', retryable: true, message };
     if (status === 401 || status === 403) return { code: 'auth', retryable: false, message };
+    if (status === 404) return { code: 'not_found', retryable: false, message };
     if (status === 409 || status >= 500) {
       return { code: 'server_error', retryable: true, message, retryAfterMs: parseRetryAfter(err.headers) };
     }
@@ -154,9 +171,18 @@ export function classifyOpenAIError(err: unknown): AttemptFailure {
     return { code: isConnection ? 'network' : 'server_error', retryable: true, message: describe(err) };
   }
   if (err instanceof SyntaxError) {
-    return { code: 'bad_response', retryable: true, message: `unreadable response: ${err.message}` };
+    return { code: 'bad_response', retryable: true, message: `the body was not JSON: ${err.message}` };
   }
   return { code: 'bad_response', retryable: false, message: describe(err) };
+}
+
+/** A refusal (e.g. under a JSON schema): asking again cannot change it. */
+function refused(text: string): AttemptError {
+  return new AttemptError({
+    code: 'refused',
+    retryable: false,
+    message: `the model refused: ${text.slice(0, 300)}`,
+  });
 }
 
 /** Builds tool calls from streamed deltas; tolerant of servers that omit `index`, `id` or `type`. */
@@ -248,6 +274,7 @@ class OpenAIProvider implements ModelProvider {
   private readonly retry: RetryPolicy;
   private readonly maxAnswerRetries: number;
   private readonly attemptTimeoutMs: number;
+  private readonly deadlineMs: number;
   private readonly label: string;
 
   constructor(
@@ -266,6 +293,7 @@ class OpenAIProvider implements ModelProvider {
       ...(config.maxRetries !== undefined ? { maxRetries: config.maxRetries } : {}),
     };
     this.maxAnswerRetries = options.maxAnswerRetries ?? 2;
+    this.deadlineMs = callDeadlineMs(config, options.deadlineMs);
     this.label = `model "${name}"`;
     this.client = new OpenAI({
       apiKey,
@@ -286,27 +314,47 @@ class OpenAIProvider implements ModelProvider {
     const label = `${this.label} (node ${request.nodeId})`;
     if (request.signal.aborted)
       throw new ModelError('cancelled', `${label}: cancelled`, 0, 'the run was cancelled');
-    return withAnswerRetry(
-      (corrections) => {
-        if (corrections.length > 0) request.onCorrection?.(corrections);
-        return withTransportRetry(() => this.attempt(request, corrections), {
-          policy: this.retry,
-          signal: request.signal,
-          classify: classifyOpenAIError,
+    // The call's total deadline reaches every attempt and wait through the signal: a stream that
+    // never ends, or retries that never succeed, stop here and say so.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new Error('deadline')), this.deadlineMs);
+    const signal = AbortSignal.any([request.signal, deadline.signal]);
+    const bounded: ModelRequest = { ...request, signal };
+    try {
+      return await withAnswerRetry(
+        (corrections) => {
+          if (corrections.length > 0) request.onCorrection?.(corrections);
+          return withTransportRetry(() => this.attempt(bounded, corrections), {
+            policy: this.retry,
+            signal,
+            classify: classifyOpenAIError,
+            onRetry: request.onRetry,
+            counter,
+            label,
+          });
+        },
+        {
+          maxAnswerRetries: this.maxAnswerRetries,
+          check: (answer) => this.checkFinal(answer, request, label, counter.attempts),
+          signal,
           onRetry: request.onRetry,
           counter,
           label,
-        });
-      },
-      {
-        maxAnswerRetries: this.maxAnswerRetries,
-        check: (answer) => this.checkFinal(answer, request, label, counter.attempts),
-        signal: request.signal,
-        onRetry: request.onRetry,
-        counter,
-        label,
-      },
-    );
+        },
+      );
+    } catch (e) {
+      if (deadline.signal.aborted && !request.signal.aborted)
+        throw new ModelError(
+          'deadline',
+          `${label}: no complete answer within the call's deadline of ${this.deadlineMs} ms (models.${this.name}.deadlineMs; after ${counter.attempts} attempt${counter.attempts === 1 ? '' : 's'})`,
+          counter.attempts,
+          e instanceof Error ? e.message : String(e),
+          true,
+        );
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private checkFinal(
@@ -351,7 +399,11 @@ class OpenAIProvider implements ModelProvider {
         ? {
             response_format: {
               type: 'json_schema' as const,
-              json_schema: { name: safeName(request.jsonSchema.name), schema: request.jsonSchema.schema },
+              json_schema: {
+                name: safeName(request.jsonSchema.name),
+                schema: request.jsonSchema.schema,
+                ...(request.jsonSchema.strict ? { strict: true } : {}),
+              },
             },
           }
         : {}),
@@ -406,7 +458,15 @@ class OpenAIProvider implements ModelProvider {
       ) as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming,
       { signal },
     )) as OpenAI.Chat.Completions.ChatCompletion;
-    const choice = completion?.choices?.[0];
+    if (typeof completion !== 'object' || completion === null) {
+      // The SDK hands back the text of a body it could not take as JSON.
+      throw new AttemptError({
+        code: 'bad_response',
+        retryable: true,
+        message: `the body was not JSON: it starts with ${JSON.stringify(String(completion).slice(0, 80))}`,
+      });
+    }
+    const choice = completion.choices?.[0];
     if (!choice) {
       throw new AttemptError({
         code: 'bad_response',
@@ -415,6 +475,9 @@ class OpenAIProvider implements ModelProvider {
       });
     }
     const message = choice.message ?? { content: '' };
+    const refusal = (message as { refusal?: unknown }).refusal;
+    if (typeof refusal === 'string' && refusal !== '' && !message.content && !message.tool_calls?.length)
+      throw refused(refusal);
     const toolCalls = (message.tool_calls ?? [])
       .filter((c) => c.type === undefined || c.type === 'function')
       .map((c, i) => {
@@ -447,9 +510,12 @@ class OpenAIProvider implements ModelProvider {
     let finishReason: string | undefined;
     let model = '';
     let sawChoice = false;
+    let chunks = 0;
+    let refusal = '';
     const usage = { promptTokens: 0, completionTokens: 0 };
     const tools = new ToolCallAssembler();
     for await (const chunk of stream) {
+      chunks++;
       if (chunk.model) model = chunk.model;
       if (chunk.usage) {
         usage.promptTokens = chunk.usage.prompt_tokens ?? 0;
@@ -469,10 +535,19 @@ class OpenAIProvider implements ModelProvider {
         }
       }
       for (const call of delta.tool_calls ?? []) tools.add(call);
+      const r = (delta as { refusal?: unknown }).refusal;
+      if (typeof r === 'string') refusal += r;
       if (choice.finish_reason) finishReason = choice.finish_reason;
     }
     // The SDK ends iteration quietly when the request is aborted; that is not a complete answer.
     if (signal.aborted) throw signal.reason ?? new Error('aborted');
+    if (chunks === 0) {
+      throw new AttemptError({
+        code: 'bad_response',
+        retryable: true,
+        message: 'the body was not JSON: no server-sent event of the stream carried a JSON chunk',
+      });
+    }
     if (!sawChoice) {
       throw new AttemptError({
         code: 'bad_response',
@@ -480,6 +555,7 @@ class OpenAIProvider implements ModelProvider {
         message: 'the stream carried no choices',
       });
     }
+    if (refusal !== '' && text === '' && tools.result().length === 0) throw refused(refusal);
     if (!finishReason) {
       throw new AttemptError({
         code: 'stream_interrupted',

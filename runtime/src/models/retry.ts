@@ -11,6 +11,14 @@
  *   structured output that are not JSON). The model is asked again with a corrective message.
  *
  * Both are bounded; exhausting either ends in a `ModelError` with the attempt count.
+ *
+ * One budget per model call. These layers are the only place a model call is retried: a
+ * `ModelError` they throw after spending the budget (or for a failure no retry can fix: 400, 401,
+ * 403, 404, a refusal, the call's total deadline) says so (`retryable` false), and the agent's
+ * whole-turn retry (`config.retries`) never repeats it. A call therefore costs at most
+ * 1 + `maxRetries` requests (+ `maxAnswerRetries` re-prompts), and a 401 exactly one. The agent's
+ * retries are for failures of the turn itself (invalid output or tool calls after their repairs,
+ * a tool error, a scripted error).
  */
 import { ModelError, type ModelErrorCode } from './types.js';
 
@@ -131,16 +139,23 @@ export async function withTransportRetry<T>(attempt: () => Promise<T>, o: Transp
       failure = err instanceof AttemptError ? err.failure : o.classify(err);
     }
     const attempts = o.counter.attempts;
-    const fail = (code: ModelErrorCode, why: string) =>
+    // Whatever ends here has had every retry this call may have.
+    const fail = (code: ModelErrorCode, why: string, spent = true) =>
       new ModelError(
         code,
         `${o.label}: ${why} (after ${attempts} attempt${attempts === 1 ? '' : 's'})`,
         attempts,
         failure.message,
+        spent,
       );
     if (failure.outputStarted) {
-      // The caller already has part of this answer; a second one would not continue it.
-      throw fail('stream_interrupted', `the stream broke after output had started: ${failure.message}`);
+      // The caller already has part of this answer; a second one would not continue it. A whole
+      // new turn may still use what is left of the budget.
+      throw fail(
+        'stream_interrupted',
+        `the stream broke after output had started: ${failure.message}`,
+        retry >= o.policy.maxRetries,
+      );
     }
     if (!failure.retryable) throw fail(failure.code, failure.message);
     if (retry >= o.policy.maxRetries) throw fail(failure.code, `${failure.message}; retry budget spent`);
@@ -201,6 +216,7 @@ export async function withAnswerRetry<T>(
         `${o.label}: unusable answer after ${round + 1} answer${round === 0 ? '' : 's'}: ${verdict.cause}`,
         attempts,
         verdict.cause,
+        true,
       );
     }
     if (o.signal.aborted) throw cancelled(o.label, attempts);

@@ -18,7 +18,7 @@ export interface ModelRequest {
   messages: ChatMessage[];
   tools?: ToolSpec[];
   /** Ask for JSON matching this schema (structured output). */
-  jsonSchema?: { name: string; schema: Record<string, unknown> };
+  jsonSchema?: { name: string; schema: Record<string, unknown>; strict?: boolean };
   signal: AbortSignal;
   /** Streamed text, as it arrives. Best-effort. */
   onDelta?: (text: string) => void;
@@ -63,11 +63,32 @@ export type ModelErrorCode =
   | 'cancelled'
   | 'auth'
   | 'bad_request'
+  | 'not_found'
+  | 'refused'
+  | 'deadline'
   | 'script_exhausted'
   /** The operator's policy refuses the endpoint (`--allow-outbound`); never retried. */
   | 'outbound_refused'
   /** The operator's secrets policy refuses the key for the endpoint; never retried. */
   | 'secret_refused';
+
+/**
+ * Failures no retry can fix, at any level: the request itself is refused (400, 401, 403, 404, a
+ * refusal under a JSON schema), the total deadline passed, the answer hit the token limit, the
+ * run was cancelled, or a script ran out.
+ */
+const FINAL_CODES: ReadonlySet<ModelErrorCode> = new Set<ModelErrorCode>([
+  'auth',
+  'bad_request',
+  'not_found',
+  'refused',
+  'deadline',
+  'length',
+  'cancelled',
+  'script_exhausted',
+  'outbound_refused',
+  'secret_refused',
+]);
 
 /** A typed model failure: what happened, why, and after how many attempts. */
 export class ModelError extends Error {
@@ -77,8 +98,19 @@ export class ModelError extends Error {
     message: string,
     readonly attempts: number,
     readonly causeText?: string,
+    /** The provider spent the call's retry budget on it (retry.ts): nobody retries it again. */
+    readonly budgetSpent = false,
   ) {
     super(message);
+  }
+
+  /**
+   * Whether another try could succeed and is still within the one retry budget of a model call:
+   * the agent's whole-turn retry asks this, so a 401 is sent once and a dead endpoint costs the
+   * provider's attempts, not the agent's retries times them.
+   */
+  get retryable(): boolean {
+    return !this.budgetSpent && !FINAL_CODES.has(this.code);
   }
 }
 

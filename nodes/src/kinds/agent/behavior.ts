@@ -28,6 +28,7 @@ import {
   type ToolSpec,
 } from '../../runtime-api.js';
 import type { AgentConfig } from './index.js';
+import { reaskText } from './no-handover.js';
 
 type AgentConfigT = Static<typeof AgentConfig>;
 
@@ -37,7 +38,11 @@ export const MAX_TOOL_ARGS_BYTES = 64 * 1024;
 export const MAX_OUTPUT_CHARS = 1024 * 1024;
 export const DEFAULT_TOOL_ROUNDS = 4;
 export const DEFAULT_TOOL_REPAIRS = 2;
+/** Tool calls run per turn (config.maxToolCalls); the calls beyond are refused, each with an event. */
+export const DEFAULT_MAX_TOOL_CALLS = 32;
 export const DEFAULT_OUTPUT_REPAIRS = 2;
+/** Re-asks of an agent that could hand over along several edges and chose none. */
+export const DEFAULT_HANDOVER_REASKS = 1;
 
 export interface CallProblem {
   callId: string;
@@ -49,6 +54,8 @@ export interface CallProblem {
     | 'arguments_not_object'
     | 'arguments_invalid'
     | 'no_more_tool_rounds'
+    | 'no_tools'
+    | 'over_tool_call_cap'
     | 'not_run_after_invalid_call';
   detail: string;
 }
@@ -252,6 +259,56 @@ export function buildMessages(ctx: NodeContext<AgentConfigT>): ChatMessage[] {
   return messages;
 }
 
+/**
+ * The verdict on the calls of one reply, with an event for every call that will not run:
+ * `tool.denied` (not granted) or `tool.refused` (why). `granted` is undefined when no tool may be
+ * called now; `room` is what is left of the per-turn cap.
+ */
+function checkReply(
+  ctx: NodeContext<AgentConfigT>,
+  calls: readonly ToolCallRequest[],
+  granted: ReadonlyMap<string, ToolPort> | undefined,
+  o: { room: number; maxCalls: number; maxRounds: number; hasTools: boolean },
+): CheckedCalls {
+  let checked: CheckedCalls;
+  if (granted === undefined)
+    checked = {
+      args: [],
+      problems: calls.map((c) => ({
+        callId: clip(String(c.id), 64),
+        tool: clip(String(c.name), 64),
+        ...(o.hasTools
+          ? {
+              error: 'no_more_tool_rounds' as const,
+              detail: `no tool calls are allowed now (${o.maxRounds} rounds used); give your answer`,
+            }
+          : { error: 'no_tools' as const, detail: 'this agent has no tools; give your answer' }),
+      })),
+    };
+  else {
+    const room = Math.max(0, o.room);
+    checked = checkToolCalls(calls.slice(0, room), granted, (c, reason) =>
+      ctx.emit({
+        type: 'tool.denied',
+        callId: clip(String(c.id), 64),
+        tool: clip(String(c.name), 64),
+        reason,
+      }),
+    );
+    for (const c of calls.slice(room))
+      checked.problems.push({
+        callId: clip(String(c.id), 64),
+        tool: clip(String(c.name), 64),
+        error: 'over_tool_call_cap',
+        detail: `not run: a turn runs at most ${o.maxCalls} tool calls; answer with what you have`,
+      });
+  }
+  for (const p of checked.problems)
+    if (p.error !== 'not_granted')
+      ctx.emit({ type: 'tool.refused', callId: p.callId, tool: p.tool, error: p.error, reason: p.detail });
+  return checked;
+}
+
 const NO_TOOLS: readonly ToolPort[] = [];
 const NO_GRANTS: ReadonlyMap<string, ToolPort> = new Map();
 /** Never offered to a model (tools are offered only when there are some), so never mutated. */
@@ -293,10 +350,14 @@ async function agentTurn(
 ): Promise<StepOutcome> {
   const cfg = ctx.node.config;
   const maxRounds = cfg.toolRounds ?? DEFAULT_TOOL_ROUNDS;
+  const maxCalls = cfg.maxToolCalls ?? DEFAULT_MAX_TOOL_CALLS;
   // Most agents have no tools: no await (a microtask per turn) and no per-turn tables for them.
   const tools = maxRounds > 0 && ctx.noTools !== true ? await ctx.tools() : NO_TOOLS;
   let granted: ReadonlyMap<string, ToolPort> = NO_GRANTS;
   let specs = NO_SPECS;
+  // The handover tools alone: what a re-ask offers once the tool rounds are spent.
+  let handoverGranted: ReadonlyMap<string, ToolPort> = NO_GRANTS;
+  let handoverSpecs = NO_SPECS;
   if (tools.length > 0) {
     const g = new Map<string, ToolPort>();
     const sp: ToolSpec[] = [];
@@ -306,7 +367,15 @@ async function agentTurn(
     }
     granted = g;
     specs = sp;
+    if (tools.some((t) => t.source === 'handover')) {
+      handoverGranted = new Map([...g].filter(([, t]) => t.source === 'handover'));
+      handoverSpecs = sp.filter((x) => handoverGranted.has(x.name));
+    }
   }
+  const maxReasks = handoverSpecs.length > 0 ? (cfg.noHandover?.reask ?? DEFAULT_HANDOVER_REASKS) : 0;
+  let reasks = 0;
+  // The answer a re-ask followed: it stays the turn's message when the handover comes after it.
+  let answered: { content: string; json?: unknown } | undefined;
   const output = cfg.output?.type === 'json' ? cfg.output : undefined;
   const jsonSchema = output
     ? { name: `${ctx.node.id.replace(/[^A-Za-z0-9_-]/g, '_')}_output`, schema: output.schema }
@@ -319,37 +388,28 @@ async function agentTurn(
   const handovers: string[] = [];
 
   for (;;) {
-    const offer = rounds < maxRounds && specs.length > 0;
+    const withinRounds = rounds < maxRounds;
+    const offerSpecs = withinRounds ? specs : answered ? handoverSpecs : NO_SPECS;
+    const offerGranted = withinRounds ? granted : answered ? handoverGranted : NO_GRANTS;
+    const offer = offerSpecs.length > 0;
     let reply: ModelReply;
     if (first !== undefined) {
       reply = first;
       first = undefined;
     } else {
       const call: Parameters<typeof model.complete>[0] = { messages };
-      if (offer) call.tools = specs;
+      if (offer) call.tools = offerSpecs;
       if (jsonSchema) call.jsonSchema = jsonSchema;
       reply = await model.complete(call);
     }
 
     if (reply.toolCalls.length > 0) {
-      const checked: CheckedCalls = offer
-        ? checkToolCalls(reply.toolCalls, granted, (c, reason) =>
-            ctx.emit({
-              type: 'tool.denied',
-              callId: clip(String(c.id), 64),
-              tool: clip(String(c.name), 64),
-              reason,
-            }),
-          )
-        : {
-            args: [],
-            problems: reply.toolCalls.map((c) => ({
-              callId: clip(String(c.id), 64),
-              tool: clip(String(c.name), 64),
-              error: 'no_more_tool_rounds' as const,
-              detail: `no tool calls are allowed now (${maxRounds} rounds used); give your answer`,
-            })),
-          };
+      const checked = checkReply(ctx, reply.toolCalls, offer ? offerGranted : undefined, {
+        room: maxCalls - toolCalls,
+        maxCalls,
+        maxRounds,
+        hasTools: specs.length > 0,
+      });
       const { problems } = checked;
       if (problems.length > 0 && ++toolRepairs > DEFAULT_TOOL_REPAIRS)
         throw new NodeError(
@@ -362,10 +422,10 @@ async function agentTurn(
       if (runnable.length > 0) {
         rounds++;
         messages.push({ role: 'assistant', content: reply.text, toolCalls: runnable });
-        const results = await callTools(runnable, checked.args, granted);
+        const results = await callTools(runnable, checked.args, offerGranted);
         for (let i = 0; i < runnable.length; i++) {
           const tc = runnable[i]!;
-          const port = granted.get(tc.name)!;
+          const port = offerGranted.get(tc.name)!;
           const res = results[i]!;
           toolCalls++;
           messages.push({ role: 'tool', content: res.content, toolCallId: tc.id });
@@ -375,7 +435,7 @@ async function agentTurn(
       if (handovers.length > 0) {
         const to = handovers.map((e) => ctx.candidates.find((c) => c.edgeId === e)?.label ?? e).join(', ');
         return {
-          message: { content: reply.text || `Handing over to ${to}.` },
+          message: reply.text ? { content: reply.text } : (answered ?? { content: `Handing over to ${to}.` }),
           route: { edges: handovers, reason: 'handover tool' },
           toolCalls,
         };
@@ -413,9 +473,21 @@ async function agentTurn(
         });
         continue;
       }
-      return { message: { content: reply.text, json: (parsed as { value: unknown }).value }, toolCalls };
-    }
-    return { message: { content: reply.text }, toolCalls };
+      const message = { content: reply.text, json: (parsed as { value: unknown }).value };
+      if (reasks >= maxReasks) return { message, toolCalls };
+      answered = message;
+    } else if (reasks >= maxReasks) return { message: { content: reply.text }, toolCalls };
+    else answered = { content: reply.text };
+    // Several handover edges and none chosen: ask again, naming them (no-handover.ts).
+    reasks++;
+    ctx.emit({
+      type: 'handover.missing',
+      candidates: ctx.candidates.map((c) => c.edgeId),
+      action: 'reask',
+      attempt: reasks,
+    });
+    messages.push({ role: 'assistant', content: reply.text.slice(0, 4000) });
+    messages.push({ role: 'user', content: reaskText(ctx.candidates, handoverGranted) });
   }
 }
 

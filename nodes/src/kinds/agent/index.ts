@@ -45,6 +45,30 @@ export const AcpBackend = Type.Object(
   },
 );
 
+/**
+ * What happens when an agent that can hand over along several edges ends its turn without
+ * calling a handover tool: it is asked again (naming the candidates) up to `reask` times, then
+ * control takes `default`; without a default the run fails with `no_handover`.
+ */
+export const NoHandover = Type.Object(
+  {
+    reask: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 5,
+        description: 'Times the agent is asked again, naming the candidates. Default 1.',
+      }),
+    ),
+    default: Type.Optional(
+      Type.String({
+        description:
+          'Outgoing handover edge (or its target) taken when the agent still chose none, or "done" to end its scope. Without it the run fails with no_handover.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const AgentConfig = Type.Object(
   {
     name: Type.Optional(
@@ -64,14 +88,24 @@ export const AgentConfig = Type.Object(
     toolRounds: Type.Optional(
       Type.Integer({ minimum: 0, maximum: 50, description: 'Tool-call rounds per turn. Default 4.' }),
     ),
+    maxToolCalls: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1000,
+        description:
+          'Tool calls run per turn; each call beyond it is refused with a tool.refused event. Default 32.',
+      }),
+    ),
     retries: Type.Optional(
       Type.Integer({
         minimum: 0,
         maximum: 10,
-        description: 'Whole-turn retries after a failure. Default 1.',
+        description:
+          'Whole-turn retries after a failure of the turn (invalid output or tool calls after their repairs, a tool error). A failed model call is retried only within its model budget (models.NAME.maxRetries), never on top of it. Default 1.',
       }),
     ),
     backend: Type.Optional(AcpBackend),
+    noHandover: Type.Optional(NoHandover),
   },
   { additionalProperties: false },
 );
@@ -81,6 +115,7 @@ export const agentKind = defineKind({
   role: 'agent',
   configSchema: AgentConfig,
   modelRefs: ['model'],
+  routeRefs: ['noHandover.default'],
   defaults: () => ({
     role: 'Assistant',
     model: 'default',

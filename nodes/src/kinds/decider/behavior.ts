@@ -81,14 +81,31 @@ function decideRoundRobin(ctx: NodeContext<DeciderConfigT>): StepOutcome {
   return outcome(ctx, [ctx.candidates[i % ctx.candidates.length]!.edgeId], `round robin #${i + 1}`);
 }
 
-const ARBITER_SCHEMA = {
-  type: 'object',
-  properties: {
-    choice: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
-    reason: { type: 'string' },
-  },
-  required: ['choice', 'reason'],
-};
+/**
+ * The arbiter's answer format: `choice` is an `enum` of the candidate edge ids (and "done" when
+ * allowed), or an array of them for multi-choice, so a provider with structured outputs cannot
+ * answer outside the set. Written for strict mode (every property required, no others, only
+ * keywords strict providers take): an empty or repeated list is caught by the check that follows,
+ * which also re-asks providers without structured outputs.
+ */
+export function arbiterSchema(
+  candidates: readonly Candidate[],
+  o: { allowMultiple?: boolean | undefined; allowDone?: boolean | undefined },
+): Record<string, unknown> {
+  const ids = candidates.map((c) => c.edgeId);
+  const one = { type: 'string', enum: o.allowDone ? [...ids, DONE] : ids };
+  const choice = o.allowMultiple
+    ? {
+        anyOf: [one, { type: 'array', items: { type: 'string', enum: ids } }],
+      }
+    : one;
+  return {
+    type: 'object',
+    properties: { choice, reason: { type: 'string' } },
+    required: ['choice', 'reason'],
+    additionalProperties: false,
+  };
+}
 
 async function decideByLlm(ctx: NodeContext<DeciderConfigT>): Promise<StepOutcome> {
   const cfg = ctx.node.config;
@@ -106,15 +123,18 @@ async function decideByLlm(ctx: NodeContext<DeciderConfigT>): Promise<StepOutcom
     .filter(Boolean)
     .join('\n\n');
   const messages: ChatMessage[] = [{ role: 'system', content: system }];
+  // The room as summary memory gives it: the latest summary, then every message after it (the
+  // last 20), so what the summary covers is not lost to the arbiter.
+  const summary = ctx.run.summary();
+  if (summary)
+    messages.push({ role: 'user', content: `Summary of the conversation so far:\n${summary.text}` });
   const view = ctx.run.view('summary');
   for (const m of view.slice(-20)) messages.push({ role: 'user', content: `[${m.author}] ${m.content}` });
   if (messages.length === 1) messages.push({ role: 'user', content: ctx.run.task });
   const maxRetries = cfg.maxRetries ?? 2;
+  const schema = arbiterSchema(ctx.candidates, cfg);
   for (let attempt = 0; ; attempt++) {
-    const reply = await model.complete({
-      messages,
-      jsonSchema: { name: 'decision', schema: ARBITER_SCHEMA },
-    });
+    const reply = await model.complete({ messages, jsonSchema: { name: 'decision', schema, strict: true } });
     const parsed = parseJsonOutput(reply.text);
     let problem: string;
     if (parsed.ok && parsed.value && typeof parsed.value === 'object') {

@@ -7,7 +7,9 @@
  *   mic grant). `after` (default) checks the message a turn produced before it is committed, and
  *   a violation retries, blocks or escalates; `before` checks the turn before the model is called
  *   (no tokens are spent on a turn that would be refused) against what the agent is about to
- *   read, and a violation blocks or escalates (there is no message yet to retry);
+ *   read, and a violation blocks or escalates (there is no message yet to retry); `both` is one
+ *   gateway for both sides of a turn: the speaker (mic, rate) before the model is called, the
+ *   message (length, patterns, schema) after it;
  * - `reflection`: when its rule holds after a turn, a reminder goes into the agent's inbox.
  */
 import type { Static } from '@sinclair/typebox';
@@ -44,17 +46,23 @@ async function summarize(ctx: ObserverContext<ObserverConfigT>): Promise<Observe
   };
 }
 
-/** The first rule a message breaks, or undefined. */
+/**
+ * The first rule a turn breaks, or undefined. A `both` guard checks the speaker (mic, rate)
+ * before the turn and the message after it; `before` and `after` guards check everything they can.
+ */
 export function guardViolation(ctx: ObserverContext<ObserverConfigT>): string | undefined {
   const cfg = ctx.node.config;
   const msg = ctx.pending;
-  if (cfg.micGrant && ctx.run.mic !== ctx.subject)
-    return ctx.run.mic
-      ? `"${ctx.subject}" does not hold the mic ("${ctx.run.mic}" does)`
-      : `"${ctx.subject}" was not granted the mic`;
-  if (cfg.ratePerMinute !== undefined && ctx.recentBySubject + 1 > cfg.ratePerMinute)
-    return `"${ctx.subject}" exceeded ${cfg.ratePerMinute} messages per minute`;
-  if (!msg) return undefined;
+  const both = cfg.when === 'both';
+  if (!both || ctx.phase === 'before') {
+    if (cfg.micGrant && ctx.run.mic !== ctx.subject)
+      return ctx.run.mic
+        ? `"${ctx.subject}" does not hold the mic ("${ctx.run.mic}" does)`
+        : `"${ctx.subject}" was not granted the mic`;
+    if (cfg.ratePerMinute !== undefined && ctx.recentBySubject + 1 > cfg.ratePerMinute)
+      return `"${ctx.subject}" exceeded ${cfg.ratePerMinute} messages per minute`;
+  }
+  if (!msg || (both && ctx.phase === 'before')) return undefined;
   if (cfg.maxLength !== undefined && msg.content.length > cfg.maxLength)
     return `the message is ${msg.content.length} characters long; the limit is ${cfg.maxLength}`;
   if (cfg.deny)
@@ -75,7 +83,8 @@ export function guardViolation(ctx: ObserverContext<ObserverConfigT>): string | 
 export const observerBehavior: ObserverBehavior<ObserverConfigT> = {
   type: 'observer',
   runsAt(config, phase) {
-    return (config.when ?? 'after') === phase;
+    const when = config.when ?? 'after';
+    return when === phase || (when === 'both' && config.type === 'guard');
   },
   async observe(ctx) {
     const cfg = ctx.node.config;

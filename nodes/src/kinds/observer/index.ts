@@ -7,10 +7,10 @@ export const ObserverConfig = Type.Object(
   {
     type: Type.Union([Type.Literal('summarizer'), Type.Literal('guard'), Type.Literal('reflection')]),
     when: Type.Optional(
-      Type.Union([Type.Literal('before'), Type.Literal('after')], {
+      Type.Union([Type.Literal('before'), Type.Literal('after'), Type.Literal('both')], {
         default: 'after',
         description:
-          "before or after each turn of what it observes. A guard `after` checks the message the turn produced; `before` checks the turn before the model is called (mic, rate) against what the agent is about to read, and its 'retry' acts as 'block'.",
+          "before or after each turn of what it observes. A guard `after` checks the message the turn produced; `before` checks the turn before the model is called (mic, rate) against what the agent is about to read, and its 'retry' acts as 'block'; `both` (guards only) checks the speaker (mic, rate) before the model is called and the message (length, patterns, schema) after it.",
       }),
     ),
     // summarizer

@@ -36,7 +36,9 @@
  * `{"error":…}` event mid-stream), `noDone` (complete stream without `data: [DONE]`), `length`
  * (finish_reason `length`), `emptyChoices`, `huge` (`bytes` of text, default 5 MB), `malformed`
  * (200 with a non-JSON body), `badToolArgs` (a tool call whose arguments are not JSON), `empty`
- * (an empty reply). A fault applies to streaming and non-streaming requests alike where it means
+ * (an empty reply), `endless` (a stream of deltas every `delayMs`, default 5, that never finishes;
+ * without streaming, a JSON body that never ends), `refusal` (the model refuses: `message.refusal`).
+ * A fault applies to streaming and non-streaming requests alike where it means
  * something for both.
  *
  * Run it by hand for a demo: `node dist/models/testing/fake-openai-server.js --port 8787
@@ -84,7 +86,9 @@ export type FakeFault =
   | { fault: 'huge'; bytes?: number }
   | { fault: 'malformed' }
   | { fault: 'badToolArgs'; name?: string }
-  | { fault: 'empty' };
+  | { fault: 'empty' }
+  | { fault: 'endless'; delayMs?: number }
+  | { fault: 'refusal'; message?: string };
 
 export type FakeStep = (FakeFault | { reply: FakeReply }) & { times?: number };
 
@@ -428,6 +432,43 @@ export async function startFakeOpenAIServer(options: FakeServerOptions = {}): Pr
         res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
         res.end(stream ? 'this is not server-sent events\n' : '<html><body>Bad gateway</body></html>');
         return;
+      case 'endless': {
+        const every = step.delayMs ?? 5;
+        if (stream) answer.head();
+        else {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write(
+            '{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"',
+          );
+        }
+        while (!res.destroyed) {
+          if (stream) answer.event(answer.chunk({ content: 'more ' }));
+          else res.write('more ');
+          await sleep(every);
+        }
+        return;
+      }
+      case 'refusal': {
+        const text = step.message ?? 'I cannot help with that.';
+        if (!stream)
+          return json(res, 200, {
+            id: 'x',
+            object: 'chat.completion',
+            model,
+            choices: [
+              {
+                index: 0,
+                message: { role: 'assistant', content: null, refusal: text },
+                finish_reason: 'stop',
+              },
+            ],
+          });
+        answer.head();
+        answer.event(answer.chunk({ role: 'assistant', refusal: text }));
+        answer.event(answer.chunk({}, 'stop'));
+        answer.end();
+        return;
+      }
       case 'badToolArgs':
         return answer.send({
           toolCalls: [{ name: step.name ?? 'lookup', arguments: '{"query": "weather", ' }],
