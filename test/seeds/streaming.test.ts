@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { FLOWS_DIR, loadFlow, runSeed, seedSuite } from './helpers.js';
 
 const names = readdirSync(FLOWS_DIR)
-  .filter((f) => f.endsWith('.json'))
+  .filter((f) => f.endsWith('.json') && !f.endsWith('.tests.json'))
   .map((f) => f.slice(0, -5));
 
 describe('scripted replies of the examples stream', () => {

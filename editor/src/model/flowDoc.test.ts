@@ -13,7 +13,7 @@ const layout = configLayout(defaultRegistry);
 const flowsDir = fileURLToPath(new URL('../../../flows/', import.meta.url));
 const flowFiles = (() => {
   try {
-    return readdirSync(flowsDir).filter((f) => f.endsWith('.json'));
+    return readdirSync(flowsDir).filter((f) => f.endsWith('.json') && !f.endsWith('.tests.json'));
   } catch {
     return [];
   }

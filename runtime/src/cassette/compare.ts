@@ -26,6 +26,12 @@ export function normalizeEvents(events: readonly RunEvent[]): Record<string, unk
       ...rest
     } = e as RunEvent & Record<string, unknown>;
     const out: Record<string, unknown> = { ...rest, runId: id(rest.runId) };
+    // A replay answers from the cassette in place of the recorded provider: which endpoint and
+    // model id served a call is not part of the run (what was sent, messages and parameters, is).
+    if (rest.type === 'model.request') {
+      Reflect.deleteProperty(out, 'provider');
+      Reflect.deleteProperty(out, 'modelId');
+    }
     if (rest.parentRunId !== undefined) out.parentRunId = id(rest.parentRunId);
     return out;
   });
