@@ -82,6 +82,12 @@ for (const [sub, target] of Object.entries(schemas.manifest.exports))
     schemaExports[sub] = `./schemas/${target.replace(/^\.\//, '')}`;
   }
 
+// 4b. The shipped example flows: the server's templates ("New from template"), and flows to try.
+mkdirSync(join(stage, 'flows'), { recursive: true });
+for (const f of readdirSync(join(ROOT, 'flows')))
+  if (f.endsWith('.json') && !f.endsWith('.tests.json'))
+    cpSync(join(ROOT, 'flows', f), join(stage, 'flows', f));
+
 // 5. The editor's build, without source maps (and without the comments pointing at them).
 cpSync(editorDist, join(stage, 'editor', 'dist'), {
   recursive: true,
@@ -119,7 +125,7 @@ const manifest = {
     ...schemaExports,
     './package.json': './package.json',
   },
-  files: ['bin', 'dist', 'types', 'schemas', 'editor/dist', 'README.md'],
+  files: ['bin', 'dist', 'types', 'schemas', 'editor/dist', 'flows', 'README.md'],
   engines: root.engines,
   dependencies,
 };

@@ -274,7 +274,11 @@ describe('switchboard installed with npm -g into a fresh prefix', { timeout: 300
       expect(out).toContain('open the editor at');
       const health = await fetch(`${url}/api/health`);
       expect(health.status).toBe(200);
-      expect(await health.json()).toEqual({ ok: true });
+      expect(await health.json()).toMatchObject({ ok: true, status: 'ok' });
+      // The shipped examples come with the package: the server makes new flows from them.
+      const fresh = await fetch(`${url}/api/flows/from-template/support-triage`, { method: 'POST' });
+      expect(fresh.status).toBe(201);
+      expect(((await fresh.json()) as { id: string }).id).toMatch(/^support-triage-/);
       const page = await fetch(`${url}/`);
       expect(page.status).toBe(200);
       const html = await page.text();

@@ -4,6 +4,7 @@
  * first one (node, nearest recorded request, first difference) and aborts the run, so the host
  * reports it by name instead of whatever the flow's error handling made of it.
  */
+import { dict } from '@switchboard/schemas/core';
 import type { ModelFactory, ModelProvider, ModelResponse } from '../models/types.js';
 import { ModelError } from '../models/types.js';
 import type { ToolHandle, ToolHost } from '../tools/types.js';
@@ -196,7 +197,7 @@ export class CassettePlayer {
   answers(): Record<string, string[]> | undefined {
     const a = this.cassette.answers;
     if (!a) return undefined;
-    const out: Record<string, string[]> = Object.create(null);
+    const out = dict<string[]>();
     for (const [k, v] of Object.entries(a)) if (Array.isArray(v)) out[k] = [...v];
     return out;
   }

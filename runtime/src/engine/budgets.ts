@@ -6,6 +6,7 @@
  * counts it; this module only adds its warning.)
  */
 import type { BudgetsT, Flow } from '@switchboard/schemas';
+import type { Dict } from '@switchboard/schemas/core';
 
 export type BudgetHit =
   | {
@@ -87,7 +88,7 @@ export class BudgetTracker {
     modelKey: string | undefined,
     usage: { promptTokens: number; completionTokens: number },
     runTokens: number,
-    use: Record<string, number>,
+    use: Dict<number>,
   ): BudgetHit[] {
     const out: BudgetHit[] = [];
     const tokens = usage.promptTokens + usage.completionTokens;

@@ -832,7 +832,7 @@ export class Run {
     const cx = nc.cx;
     const counters = cx.data.counters;
     // A null-prototype table: node ids are data (and it survives checkpoints as plain JSON).
-    counters.budgetUse ??= Object.create(null) as Record<string, number>;
+    counters.budgetUse ??= dict<number>();
     const hits: BudgetHit[] = this.budgets!.charge(
       nc.node.id,
       nc.node.ancestors,

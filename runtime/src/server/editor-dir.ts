@@ -23,3 +23,19 @@ export function defaultEditorDir(moduleUrl: string = import.meta.url): string {
   }
   return fileURLToPath(new URL('../../../editor/dist', moduleUrl));
 }
+
+/**
+ * Where the shipped example flows (the templates of "New from template") are: `flows/` next to
+ * the same package root as the editor's build (the repository's, the release package's), found
+ * the same way; the repository's place when there is none.
+ */
+export function defaultTemplatesDir(moduleUrl: string = import.meta.url): string {
+  let dir = dirname(fileURLToPath(moduleUrl));
+  for (let i = 0; i < MAX_LEVELS; i++) {
+    const candidate = join(dir, 'flows');
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(candidate, 'support-triage.json')))
+      return candidate;
+    dir = dirname(dir);
+  }
+  return fileURLToPath(new URL('../../../flows', moduleUrl));
+}

@@ -7,14 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 export const TEMPLATE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
-export function defaultTemplatesDir(): string {
-  // Same depth from src/server and dist/server.
-  return fileURLToPath(new URL('../../../flows', import.meta.url));
-}
+export { defaultTemplatesDir } from './editor-dir.js';
 
 export class FlowTemplates {
   constructor(readonly dir: string | false) {}
