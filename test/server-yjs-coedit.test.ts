@@ -337,8 +337,8 @@ describe('room limits', { timeout: 120_000 }, () => {
     const chunk = 'x'.repeat(100_000);
     let relayed = 0;
     let peak = before;
-    // 120 MB relayed (the same key replaced, so the document itself stays small).
-    for (let i = 0; i < 1200; i++) {
+    // 200 MB relayed (the same key replaced, so the document itself stays small).
+    for (let i = 0; i < 2000; i++) {
       writer.doc.getMap('scratch').set('blob', `${i}${chunk}`);
       relayed += chunk.length;
       if (i % 20 === 0) {
@@ -349,11 +349,12 @@ describe('room limits', { timeout: 120_000 }, () => {
     await until(() => writer.doc.getMap('scratch').get('blob') !== undefined, 'sent');
     await new Promise((r) => setTimeout(r, 300));
     peak = Math.max(peak, rss());
-    expect(relayed).toBeGreaterThan(100_000_000);
-    // Without the bound the server held every relayed byte for the stalled client (RSS +1.3 GiB
-    // for 1.2 GiB relayed, as reported); with it, a few MiB of buffers and what GC has not freed yet.
-    expect(peak - before).toBeLessThan(64 * 1024 * 1024);
-    // Reading again, it finds that it was dropped rather than 120 MB waiting for it.
+    expect(relayed).toBeGreaterThan(190_000_000);
+    // Without the bound the server holds every relayed byte for the stalled client (RSS +1.3 GiB
+    // for 1.2 GiB relayed, as reported: here at least +200 MB); with it, a few MiB of buffers and
+    // what GC has not freed yet (60-70 MB on a loaded machine).
+    expect(peak - before).toBeLessThan(110 * 1024 * 1024);
+    // Reading again, it finds that it was dropped rather than 200 MB waiting for it.
     const gone = closed(stalled);
     socket.resume();
     const c = await gone;

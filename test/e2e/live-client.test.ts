@@ -178,11 +178,12 @@ describe('run session', { timeout: 120_000 }, () => {
     expect(store.runState.get('approval').active).toBe(false);
     expect(await runs.command({ type: 'resume' })).toBe(true);
     await until(() => view().phase === 'completed', 'completion');
+    // The editor's live view may be ahead of the durable log (and the run's record, which only
+    // says what is on disk) until the run's last sync ends.
+    await s.runs.settled(runId!);
     const rec = s.store.catalog.data.runs[runId!]!;
     expect(view().output).toEqual(rec.output);
     expect(view().scripted).toBe(true);
-    // The editor's live view may be ahead of the durable log until the run's last sync ends.
-    await s.runs.settled(runId!);
     expect(view().lastSeq).toBe(s.store.readEvents(runId!, 0).at(-1)!.seq);
     for (const e of ['begin', 'to-billing', 'decided', 'billing-done', 'approved', 'sent'])
       expect(store.runState.edges.get(e), e).toBe('taken');

@@ -7,6 +7,7 @@
 import { useCallback, useEffect, useState, useSyncExternalStore } from 'react';
 import type { RunSummary } from '../model/api.js';
 import { isStale, lastChange, type RunSession } from '../run/runSession.js';
+import { FINAL_PHASES } from '../run/transcript.js';
 import { formatMs, formatTokens } from './NodeCounters.js';
 
 const FILTERS = ['all', 'completed', 'failed', 'cancelled', 'waiting', 'paused', 'running', 'interrupted'];
@@ -66,6 +67,21 @@ export function RunHistory({ runs }: { runs: RunSession }) {
   useEffect(() => {
     if (open) load();
   }, [open, load, snap.view.runId, snap.view.phase]);
+  // The server lists a run as its log on disk says; the live view may be a sync ahead. When the
+  // shown run has ended but its row does not say so yet, ask again shortly (a few times at most).
+  const [catchUps, setCatchUps] = useState(0);
+  const behind =
+    open &&
+    FINAL_PHASES.has(snap.view.phase) &&
+    (list ?? []).some((r) => r.id === snap.view.runId && r.status !== snap.view.phase);
+  useEffect(() => {
+    if (!behind || catchUps >= 20) return;
+    const t = setTimeout(() => {
+      setCatchUps((n) => n + 1);
+      load();
+    }, 250);
+    return () => clearTimeout(t);
+  }, [behind, catchUps, load]);
   const now = Date.now();
   const shown = (list ?? []).filter((r) => filter === 'all' || r.status === filter);
   return (

@@ -112,7 +112,7 @@ describe('model.request events', () => {
       [node('start', 'start'), agent('a', { retries: 1 }), node('end', 'end')],
       [edge('start', 'a'), edge('a', 'end')],
       [
-        { node: 'a', error: { code: 'bad_request', message: 'no' } },
+        { node: 'a', error: { code: 'server_error', message: 'no' } },
         { node: 'a', text: 'fine' },
       ],
     );
