@@ -37,6 +37,8 @@ export interface RunLog {
 export interface LogCassette {
   cassette: Cassette;
   warnings: string[];
+  /** The log position of each of `cassette.models`: the seq, run id and turn of its `model.request`. */
+  requests: Array<{ seq: number; runId: string; turn: number }>;
 }
 
 type ModelErrorCodeT = NonNullable<CassetteModelCall['error']>['code'];
@@ -161,6 +163,7 @@ export function cassetteFromLog(log: RunLog): LogCassette {
   const warnings: string[] = [];
   const resolver = new RequestResolver();
   const models: CassetteModelCall[] = [];
+  const requests: LogCassette['requests'] = [];
   const tools: CassetteToolCall[] = [];
   const toolSets = new Map<string, CassetteTool[]>();
   const scripted = new Map<string, boolean>();
@@ -215,6 +218,7 @@ export function cassetteFromLog(log: RunLog): LogCassette {
         const request = canonicalFromLog(flow, r);
         const entry: CassetteModelCall = { key: hashOf(request), nodeId: r.nodeId, request };
         models.push(entry);
+        requests.push({ seq: e.seq, runId: e.runId, turn: e.turn });
         open.set(key, { entry, sent: r.messages.length, turn: e.turn, attempt: e.attempt });
         if (!scripted.has(e.model)) scripted.set(e.model, runScripted);
         if (e.nodeId && !toolSets.has(e.nodeId)) {
@@ -322,12 +326,13 @@ export function cassetteFromLog(log: RunLog): LogCassette {
     flow,
     input: log.input,
     scripted: Object.fromEntries(scripted),
-    models: models.filter((m) => m.response || m.error),
+    // Every entry has a response or an error by now (calls cut short are errors).
+    models,
     toolSets: [...toolSets].map(([agent, list]) => ({ agent, tools: list })),
     tools: tools.filter((t) => t.result || t.error),
     events: [...events],
     result,
   };
   if (answers.size > 0) cassette.answers = Object.fromEntries(answers);
-  return { cassette, warnings };
+  return { cassette, warnings, requests };
 }
