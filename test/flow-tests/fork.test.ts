@@ -18,41 +18,14 @@ import { approveFlow } from '../../runtime/src/mcp/consent.js';
 import { TrustStore } from '../../runtime/src/mcp/trust.js';
 import { createMcpToolHost } from '../../runtime/src/tools/mcp-host.js';
 import { FLOWS_DIR, handovers, ofType, runSeed, seedSuite } from '../seeds/helpers.js';
+import { editedRawko, GUIDANCE, INPUT } from './rawko-fork.js';
 
 const { flow, root } = seedSuite('rawko', 'fork');
-const INPUT = 'Add slugify(text) in slug.mjs with tests';
-const GUIDANCE =
-  'Lower-case first, replace runs of other characters with one dash, trim dashes at both ends.';
 
 function trusted(dir: string, f: Flow): TrustStore {
   const trust = new TrustStore(join(dir, 'trust.json'));
   approveFlow(trust, f);
   return trust;
-}
-
-/** The flow as edited for the fork: a reviewer that asks for changes, and what follows from that. */
-function editedFlow(): Flow {
-  const f = structuredClone(flow);
-  f.models.default = {
-    provider: 'scripted',
-    script: [
-      { node: 'reviewer', text: 'CHANGES: slugify must also fold accents (é → e); add a test for it.' },
-      {
-        node: 'developer',
-        json: { status: 'done', summary: 'Accents are folded; three tests pass.', files: ['slug.mjs'] },
-      },
-      { node: 'reviewer', text: 'LGTM after the accent fix.' },
-    ],
-  };
-  f.models.arbiter = {
-    provider: 'scripted',
-    script: [
-      { node: 'arbiter', json: { choice: 'review-fixes', reason: 'The reviewer asked for changes.' } },
-      { node: 'arbiter', json: { choice: 'dev-to-review', reason: 'Fixed: review again.' } },
-      { node: 'arbiter', json: { choice: 'done', reason: 'Approved.' } },
-    ],
-  };
-  return f;
 }
 
 /** Events up to (not including) the first of `type` by `nodeId`, normalised, without the fork's own field. */
@@ -83,7 +56,7 @@ describe('fork and re-run from a node', () => {
     );
     expect(plan.answers['ask-user']).toEqual([GUIDANCE]);
 
-    const forked = editedFlow();
+    const forked = editedRawko(flow);
     const forkDir = root.sub('fork');
     const live = recordingModels();
     const events: RunEvent[] = [];
