@@ -332,7 +332,17 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   if (recorder && opts.record) {
     const { writeCassette } = await import('../../cassette/file.js');
     // The flow as written (before --model overrides), so the cassette replays without the endpoint.
-    await writeCassette(opts.record, recorder.cassette(v.flow, input, recorded, result));
+    const cassette = recorder.cassette(v.flow, input, recorded, result);
+    if (flow !== v.flow) {
+      // The models as run (the --model overrides), which the run's model.request events describe.
+      cassette.modelsAsRun = Object.create(null) as Record<
+        string,
+        import('@switchboard/schemas').ModelConfigT
+      >;
+      for (const [name, config] of Object.entries(flow.models))
+        if (config !== v.flow.models[name]) cassette.modelsAsRun[name] = config;
+    }
+    await writeCassette(opts.record, cassette);
     ctx.err(
       `recorded ${recorder.models.length} model and ${recorder.tools.length} tool call(s) to ${opts.record}\n`,
     );
