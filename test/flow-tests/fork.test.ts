@@ -114,6 +114,28 @@ describe('fork and re-run from a node', () => {
     });
   });
 
+  it('a flow edited above the fork point stops the fork with the cassette_miss, before any live call', async () => {
+    const parentDir = root.sub('parent-2');
+    const parent = await runSeed(flow, INPUT, {
+      dataDir: parentDir,
+      trust: trusted(parentDir, flow),
+      answers: { 'ask-user': GUIDANCE },
+    });
+    const plan = planFork('p2', { flow, input: INPUT, events: parent.events }, parseForkAt('reviewer'));
+    const forked = editedRawko(flow);
+    const planner = forked.nodes.find((n) => n.id === 'planner')!;
+    (planner.config.prompt as Array<{ text: string }>)[0]!.text += ' Plan in French.';
+    const live = recordingModels();
+    const options: RunOptions = { models: live.factory, humanInput: 'fail', dataDir: root.sub('fork-2') };
+    const forker = forkRunOptions(plan, options, forked);
+    options.signal = forker.signal;
+    const result = await runFlow(forked, plan.input, options).result;
+    expect(result.status).toBe('cancelled');
+    expect(forker.miss).toMatchObject({ code: 'cassette_miss', kind: 'model', nodeId: 'planner' });
+    expect(forker.miss!.message).toContain('Plan in French.');
+    expect(live.requests).toEqual([]);
+  });
+
   it('a fork point the run never reached, or an unknown node, is a named error', () => {
     const events: RunEvent[] = [];
     expect(() => parseForkAt('reviewer:0')).toThrow(ForkError);
