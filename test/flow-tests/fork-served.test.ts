@@ -6,7 +6,7 @@
  * RUN_ID --at reviewer --data DIR`. The first model server is stopped before the forks; each
  * fork's own server sees only the calls from the reviewer on.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunEvent } from '@switchboard/schemas';
@@ -128,6 +128,17 @@ describe('fork over REST and the command line', () => {
           'dev-to-review',
           'finished',
         ]);
+        // No checkpoint before the fork point: a restart never resumes it halfway through the replay.
+        const liveFrom = forkEvents.find((e) => e.type === 'model.request' && e.nodeId === 'reviewer')!.seq;
+        const cps = readFileSync(join(server.dir, 'runs', fork.id, 'checkpoints.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { seq: number });
+        const parentCps = readFileSync(join(server.dir, 'runs', parentId, 'checkpoints.jsonl'), 'utf8');
+        expect(parentCps.trim().split('\n').length).toBeGreaterThan(1);
+        expect(cps.length).toBeGreaterThan(0);
+        for (const c of cps) expect(c.seq).toBeGreaterThan(liveFrom);
         expect(nodesOf(second.requests)).toEqual([
           'reviewer',
           'arbiter',

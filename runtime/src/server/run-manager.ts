@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
-import { type ForkPlan, forkRunOptions } from '../cassette/fork.js';
+import { type Forker, type ForkPlan, forkRunOptions } from '../cassette/fork.js';
 import { invalidFlowMessage } from '../engine/errors.js';
 import type { RunCheckpoint, RunCommand, RunFlow, RunOptions, RunResult } from '../engine/types.js';
 import { serverScriptsDir } from '../models/script-file.js';
@@ -315,13 +315,17 @@ export class RunManager {
       policy.onEvent(ev);
     };
     // Returns nothing for most turns (nothing to wait for: the engine goes on at once).
+    // A fork writes no checkpoint before its fork point: a restart then finds it interrupted
+    // (before its first checkpoint) or past the fork point, where it is all live — never halfway
+    // through the replay, whose position a checkpoint does not hold.
+    let forker: Forker | undefined;
     const checkpoint = (c: RunCheckpoint): Promise<void> | undefined => {
       // A detached run (shutdown) never checkpoints again; the next process resumes it.
       if (a.detached) return new Promise<void>(() => {});
       const d = policy.decide();
       // The replayed turn that called tools is over; what it did not match is not replayed later.
       if (d.afterToolCall) js.replay = [];
-      if (d.write) {
+      if (d.write && (forker === undefined || forker.live)) {
         const t = performance.now();
         try {
           commit.checkpoint(c);
@@ -373,14 +377,15 @@ export class RunManager {
     // that plan and continues live from its checkpoint).
     const plan = this.forks.get(runId);
     this.forks.delete(runId);
-    const forker = plan && !cp ? forkRunOptions(plan, options, spec.flow) : undefined;
+    if (plan && !cp) forker = forkRunOptions(plan, options, spec.flow);
     const handle = runFlow(spec.flow, spec.input, options);
-    forker?.signal.addEventListener(
+    const f = forker;
+    f?.signal.addEventListener(
       'abort',
       () =>
         handle.send({
           type: 'cancel',
-          reason: `the flow differs from run ${plan!.parentRunId} before the fork point: ${forker.miss?.message ?? ''}`,
+          reason: `the flow differs from run ${plan!.parentRunId} before the fork point: ${f.miss?.message ?? ''}`,
         }),
       { once: true },
     );
