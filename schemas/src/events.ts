@@ -92,7 +92,14 @@ const RequestTool = Type.Object({
 });
 
 export const EventSchemas = [
-  ev('run.started', { flowId: Type.String(), input: Type.Unknown() }),
+  ev('run.started', {
+    flowId: Type.String(),
+    input: Type.Unknown(),
+    /** A fork: the past run whose state up to this node's turn it started from. */
+    forkedFrom: Type.Optional(
+      Type.Object({ runId: Type.String(), nodeId: Type.String(), turn: Type.Integer({ minimum: 1 }) }),
+    ),
+  }),
   ev('run.paused', { reason: Type.Optional(Type.String()) }),
   ev('run.resumed', { fromCheckpoint: Type.Optional(Type.Boolean()) }),
   ev('run.completed', { output: Type.Unknown() }),

@@ -39,6 +39,9 @@ export interface RunSummary {
   /** A process of this server hosts it (it can take commands). */
   live?: boolean;
   source?: string;
+  /** A fork: the run it started from, and at which node's turn. */
+  parentRunId?: string;
+  forkedAt?: { nodeId: string; turn: number };
 }
 
 /** A command to a live run, as `POST /api/runs/:id/commands` takes it. */
@@ -214,8 +217,19 @@ export class FlowApi {
    * Starts a run of `flow` (sent whole, so unsaved edits run too) with `input`. `breakpoints`
    * are set before the first node starts.
    */
-  async startRun(flow: Flow, input: string, breakpoints: string[] = []): Promise<RunSummary> {
-    const body: Record<string, unknown> = { flow, input };
+  /** Starts a run; with `fork`, from a past run's recorded state at a node's turn (its input unless given). */
+  async startRun(
+    flow: Flow,
+    input: string | undefined,
+    breakpoints: string[] = [],
+    fork?: { fromRun: string; at: string },
+  ): Promise<RunSummary> {
+    const body: Record<string, unknown> = { flow };
+    if (input !== undefined) body.input = input;
+    if (fork) {
+      body.fromRun = fork.fromRun;
+      body.at = fork.at;
+    }
     if (breakpoints.length) body.breakpoints = breakpoints;
     const r = await this.call<{ run: RunSummary }>('POST', '/api/runs', 'Starting the run', body);
     return r.run;

@@ -386,11 +386,29 @@ export class RunSession {
 
   /** Starts the flow on the canvas with `input`; scripted replies take `paceMs` each. */
   async run(input: string, paceMs = 0): Promise<string | undefined> {
+    return this.startRun(input, paceMs);
+  }
+
+  /**
+   * "Re-run from here": the flow on the canvas, from the shown run's recorded state at `nodeId`'s
+   * turn `turn` (from 1), live from there, on the shown run's input.
+   */
+  async fork(nodeId: string, turn: number, paceMs = 0): Promise<string | undefined> {
+    const fromRun = this.getSnapshot().view.runId;
+    if (!fromRun) return undefined;
+    return this.startRun(undefined, paceMs, { fromRun, at: `${nodeId}:${turn}` });
+  }
+
+  private async startRun(
+    input: string | undefined,
+    paceMs: number,
+    fork?: { fromRun: string; at: string },
+  ): Promise<string | undefined> {
     const { store, api } = this.o;
     this.update({ busy: true, problem: undefined });
     try {
       const flow = withPace(store.toFlow(), paceMs);
-      const run = await api.startRun(flow, input, store.runState.breakpointList());
+      const run = await api.startRun(flow, input, store.runState.breakpointList(), fork);
       this.mine.add(run.id);
       if (this.flowId !== flow.id) void this.watchFlow(flow.id);
       this.follow(run.id, Date.parse(run.createdAt) || Date.now());

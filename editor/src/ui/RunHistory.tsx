@@ -26,6 +26,36 @@ function duration(r: RunSummary): string {
   return formatMs(Math.max(0, end - start));
 }
 
+/**
+ * The runs as a tree: each fork right under the run it was forked from (newest first among
+ * siblings, as listed), with its depth; a fork whose parent is not listed stands at the top.
+ */
+export function forkTree(list: readonly RunSummary[]): Array<{ run: RunSummary; depth: number }> {
+  const ids = new Set(list.map((r) => r.id));
+  const children = new Map<string, RunSummary[]>();
+  const roots: RunSummary[] = [];
+  for (const r of list) {
+    const p = r.parentRunId;
+    if (p !== undefined && p !== r.id && ids.has(p)) {
+      const l = children.get(p);
+      if (l) l.push(r);
+      else children.set(p, [r]);
+    } else roots.push(r);
+  }
+  const out: Array<{ run: RunSummary; depth: number }> = [];
+  const seen = new Set<string>();
+  const walk = (r: RunSummary, depth: number) => {
+    if (seen.has(r.id)) return;
+    seen.add(r.id);
+    out.push({ run: r, depth });
+    for (const c of children.get(r.id) ?? []) walk(c, depth + 1);
+  };
+  for (const r of roots) walk(r, 0);
+  // A cycle of parents (not made by the server) still lists every run once.
+  for (const r of list) walk(r, 0);
+  return out;
+}
+
 /** Which run the canvas shows, when this editor did not start it; or the old run it did not open. */
 export function OpenedNote({ runs }: { runs: RunSession }) {
   const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
@@ -132,7 +162,7 @@ export function RunHistory({ runs }: { runs: RunSession }) {
             <div className="sb-help">No runs{filter === 'all' ? '' : ` ${filter}`}.</div>
           )}
           <ol className="sb-history-list">
-            {shown.map((r) => {
+            {forkTree(shown).map(({ run: r, depth }) => {
               const stale = isStale(r, now);
               const cancellable =
                 r.live === true && ['waiting', 'paused', 'running', 'pending'].includes(r.status);
@@ -145,6 +175,9 @@ export function RunHistory({ runs }: { runs: RunSession }) {
                   data-run-id={r.id}
                   data-status={r.status}
                   data-stale={stale || undefined}
+                  data-parent={r.parentRunId}
+                  data-depth={depth}
+                  style={depth > 0 ? { paddingLeft: `${depth * 1.25}em` } : undefined}
                 >
                   <input
                     type="checkbox"
@@ -169,6 +202,15 @@ export function RunHistory({ runs }: { runs: RunSession }) {
                   <span>{duration(r)}</span>
                   {tokens !== undefined && <span>{formatTokens(tokens)} tokens</span>}
                   {r.source && r.source !== 'api' && <span>via {r.source}</span>}
+                  {r.forkedAt && (
+                    <span
+                      className="sb-history-fork"
+                      data-testid="history-fork"
+                      title={`Forked from run ${r.parentRunId} at ${r.forkedAt.nodeId}, turn ${r.forkedAt.turn}`}
+                    >
+                      ↳ from {r.forkedAt.nodeId}:{r.forkedAt.turn}
+                    </span>
+                  )}
                   <span className="sb-spacer" />
                   <button
                     type="button"

@@ -83,7 +83,33 @@ function Part({ part }: { part: TracePart }) {
   );
 }
 
-function Turn({ turn, index }: { turn: TraceTurn; index: number }) {
+/** "Re-run from here": a fork of the shown run at this turn of the node, live from its first model call. */
+function RerunButton({ runs, nodeId, turn }: { runs: RunSession; nodeId: string; turn: number }) {
+  const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
+  return (
+    <button
+      type="button"
+      className="sb-trace-rerun"
+      data-testid="trace-rerun"
+      data-turn={turn}
+      disabled={snap.busy}
+      title="Start a new run with this run's recorded state up to here, and live models and tools from this turn on"
+      onClick={() => void runs.fork(nodeId, turn)}
+    >
+      Re-run from here
+    </button>
+  );
+}
+
+function Turn({
+  turn,
+  index,
+  rerun,
+}: {
+  turn: TraceTurn;
+  index: number;
+  rerun?: { runs: RunSession; nodeId: string; turn: number };
+}) {
   const ms = turn.endedAt !== undefined ? turn.endedAt - turn.startedAt : undefined;
   return (
     <section className="sb-trace-turn" data-testid="trace-turn" data-status={turn.status}>
@@ -92,6 +118,7 @@ function Turn({ turn, index }: { turn: TraceTurn; index: number }) {
         <span className={`sb-trace-meta sb-trace-status sb-trace-status-${turn.status}`}>{turn.status}</span>
         {ms !== undefined && <span className="sb-trace-meta">{ms} ms</span>}
         <CopyButton data={turn} testid={`trace-copy-turn-${turn.key}`} />
+        {rerun && <RerunButton {...rerun} />}
       </header>
       <ul className="sb-trace-parts">
         {turn.parts.map((p) => (
@@ -130,6 +157,9 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
     return nodeTrace(events, nodeId, key ? key.split('\n') : []);
   }, [runs, nodeId, snap.logSize, key, scrub]);
   if (turns.length === 0) return null;
+  // A fork counts the node's turns that called a model (what `--at NODE:TURN` counts).
+  let modelTurns = 0;
+  const forkTurn = turns.map((t) => (t.parts.some((p) => p.kind === 'request') ? ++modelTurns : undefined));
   return (
     <section
       className="sb-trace"
@@ -143,7 +173,12 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
         <CopyButton data={turns} testid="trace-copy-all" />
       </header>
       {turns.map((t, i) => (
-        <Turn key={t.key} turn={t} index={i} />
+        <Turn
+          key={t.key}
+          turn={t}
+          index={i}
+          {...(forkTurn[i] !== undefined ? { rerun: { runs, nodeId, turn: forkTurn[i] } } : {})}
+        />
       ))}
       <Streaming nodeId={nodeId} />
     </section>

@@ -5,7 +5,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { validate } from '@switchboard/nodes';
-import { type Flow, parseFlowText, type RunEvent } from '@switchboard/schemas';
+import { type Flow, type ModelConfigT, parseFlowText, type RunEvent } from '@switchboard/schemas';
 import type { ModelErrorCode, ModelResponse } from '../models/types.js';
 import type { ToolResult } from '../tools/types.js';
 import type { CanonicalRequest } from './canonical.js';
@@ -52,6 +52,12 @@ export interface Cassette {
   answers?: Record<string, string[]>;
   /** Per model name of the flow: whether its replies came from a script (events say so). */
   scripted: Record<string, boolean>;
+  /**
+   * The model configs the run used where they differ from the flow's (`run --model`): its
+   * `model.request` events describe the models as run, so a replay runs with them too (the
+   * cassette answers every call: no endpoint is contacted).
+   */
+  modelsAsRun?: Record<string, ModelConfigT>;
   models: CassetteModelCall[];
   /** The tools each agent was given, by agent node id. */
   toolSets: Array<{ agent: string; tools: CassetteTool[] }>;

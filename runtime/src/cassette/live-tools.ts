@@ -20,3 +20,11 @@ export async function liveReplayTools(
   // An empty trust file: nothing that needs consent can start from here.
   return { host: createMcpToolHost(flow, { trust: new TrustStore(join(dataDir, 'trust.json')) }), servers };
 }
+
+/** The flow's servers that are the built-in `state` server: run for real even while replaying. */
+export function stateServers(flow: Flow): Set<string> {
+  const servers = new Set<string>();
+  for (const [name, cfg] of Object.entries(flow.mcpServers ?? {}))
+    if ('builtin' in cfg && cfg.builtin === 'state') servers.add(name);
+  return servers;
+}

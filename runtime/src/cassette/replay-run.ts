@@ -28,9 +28,17 @@ export interface ReplayOptions {
   validate?: boolean;
 }
 
+/** The flow with the models the recorded run used, for the names it has. */
+function withModelsAsRun(flow: Flow, asRun: Cassette['modelsAsRun']): Flow {
+  if (!asRun) return flow;
+  const models = { ...flow.models };
+  for (const [name, config] of Object.entries(asRun)) if (Object.hasOwn(models, name)) models[name] = config;
+  return { ...flow, models };
+}
+
 export async function replayCassette(cassette: Cassette, o: ReplayOptions = {}): Promise<ReplayOutcome> {
   const player = new CassettePlayer(cassette);
-  const flow = o.flow ?? cassette.flow;
+  const flow = withModelsAsRun(o.flow ?? cassette.flow, cassette.modelsAsRun);
   const events: RunEvent[] = [];
   const options: RunOptions = {
     models: player.modelFactory(),

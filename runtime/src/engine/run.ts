@@ -408,7 +408,13 @@ export class Run {
     try {
       if (this.options.resume) this.emit(cx, { type: 'run.resumed', fromCheckpoint: true });
       else {
-        this.emit(cx, { type: 'run.started', flowId: this.flow.id, input: this.input as never });
+        const fork = this.options.forkedFrom;
+        this.emit(cx, {
+          type: 'run.started',
+          flowId: this.flow.id,
+          input: this.input as never,
+          ...(fork ? { forkedFrom: fork } : {}),
+        });
         this.appendMessage(cx, { role: 'user', author: 'user', content: cx.data.task });
       }
       if (this.timeoutMs !== undefined) {

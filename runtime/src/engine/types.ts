@@ -53,6 +53,8 @@ export interface RunOptions {
   models?: Record<string, ModelProvider> | ModelFactory;
   tools?: ToolHost;
   signal?: AbortSignal;
+  /** A fork of a past run (see cassette/fork.ts): said in the `run.started` event. */
+  forkedFrom?: { runId: string; nodeId: string; turn: number };
   /** Called synchronously for every event, in seq order (the store appends here). */
   onEvent?: (event: RunEvent) => void;
   /**

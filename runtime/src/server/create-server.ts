@@ -26,6 +26,7 @@ import { withRedaction } from './log-redaction.js';
 import { collectRoutes } from './openapi.js';
 import { RoomPersistence } from './room-persistence.js';
 import { RoomStates } from './room-states.js';
+import { registerCassetteRoute } from './routes-cassette.js';
 import { ID_PARAM, registerFlowRoutes } from './routes-flows.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { FINAL, RunManager, type RunManagerOptions } from './run-manager.js';
@@ -333,6 +334,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     new FlowTemplates(options.templatesDir === undefined ? defaultTemplatesDir() : options.templatesDir),
   );
   registerRunRoutes(app, store, runs, (id) => roomStore.settle(id), { maxRuns });
+  registerCassetteRoute(app, store);
   app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
     hub.attach(socket);
   });

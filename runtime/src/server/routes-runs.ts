@@ -8,6 +8,7 @@ import type { RunCommand } from '../engine/types.js';
 import { RUN_STATUSES } from '../store/catalog.js';
 import { RUN_ID_RE, type Store } from '../store/store.js';
 import { HttpError } from './errors.js';
+import { servedForkPlan } from './fork-plan.js';
 import { checkFlow } from './routes-flows.js';
 import { type RunManager, RunNotLiveError } from './run-manager.js';
 
@@ -67,6 +68,8 @@ interface StartBody {
   input?: unknown;
   models?: Record<string, ModelConfigT>;
   breakpoints?: string[];
+  fromRun?: string;
+  at?: string;
 }
 
 /**
@@ -120,6 +123,13 @@ export function registerRunRoutes(
               items: { type: 'string', maxLength: MAX_ID_LENGTH },
               description: 'Node ids the run pauses before, set before its first node starts',
             },
+            fromRun: {
+              type: 'string',
+              maxLength: 64,
+              description:
+                'Fork this run: the new run replays its recorded state up to `at`, live from there',
+            },
+            at: { type: 'string', maxLength: 300, description: 'With fromRun: NODE or NODE:TURN (from 1)' },
           },
         },
       },
@@ -151,9 +161,16 @@ export function registerRunRoutes(
     }
     // The override is validated together with the flow, by the same validator.
     const { flow } = checkFlow(base);
+    if ((b.fromRun === undefined) !== (b.at === undefined))
+      throw new HttpError(400, 'bad-request', '"fromRun" and "at" go together');
+    const fork = b.fromRun === undefined ? undefined : await servedForkPlan(store, b.fromRun, b.at);
+    if (fork && !(flow as Flow).nodes.some((n) => n.id === fork.at.nodeId))
+      throw new HttpError(400, 'bad-fork', `the flow has no node "${fork.at.nodeId}" to fork at`);
     const rec = await runs.start({
       flow: flow as Flow,
-      input: b.input ?? null,
+      // A fork runs on its past run's input unless given another.
+      input: b.input ?? (fork ? fork.input : null),
+      ...(fork ? { fork } : {}),
       source: 'api',
       breakpoints: b.breakpoints,
       validated: true,

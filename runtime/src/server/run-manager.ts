@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
+import { type Forker, type ForkPlan, forkRunOptions } from '../cassette/fork.js';
 import { invalidFlowMessage } from '../engine/errors.js';
 import type { RunCheckpoint, RunCommand, RunFlow, RunOptions, RunResult } from '../engine/types.js';
 import { serverScriptsDir } from '../models/script-file.js';
@@ -116,6 +117,8 @@ export function newRunId(): string {
 
 export class RunManager {
   private readonly active = new Map<string, Active>();
+  /** Fork plans of runs being started, taken by their launch. */
+  private readonly forks = new Map<string, ForkPlan>();
   /** Ends of runs being recorded (detachAll waits for them). */
   private readonly settling = new Set<Promise<void>>();
   private readonly log: Logger;
@@ -181,6 +184,8 @@ export class RunManager {
     breakpoints?: string[];
     /** The flow is the one validator's output for this very request (the REST route's check). */
     validated?: boolean;
+    /** Start from a past run's recorded state (see cassette/fork.ts). */
+    fork?: ForkPlan;
   }): Promise<RunRecord> {
     if (this.closing) throw new Error('the server is shutting down');
     const runFlow = await this.loadEngine();
@@ -207,6 +212,13 @@ export class RunManager {
     };
     const spec: RunSpec = { version: 1, runId, flow, input: p.input, createdAt: t };
     if (p.answers) spec.answers = p.answers;
+    if (p.fork) {
+      const { nodeId, turn } = p.fork.at;
+      record.parentRunId = p.fork.parentRunId;
+      record.forkedAt = { nodeId, turn };
+      spec.fork = { runId: p.fork.parentRunId, nodeId, turn };
+      this.forks.set(runId, p.fork);
+    }
     // The run's folder first, then its index entry: a start that fails at either leaves
     // nothing behind — no folder, no entry (a run the client was told failed never shows up).
     const runs = this.store.catalog.data.runs;
@@ -217,6 +229,7 @@ export class RunManager {
       await this.store.catalog.save();
       a = this.launch(runFlow, record, spec, undefined, true);
     } catch (e) {
+      this.forks.delete(runId);
       if (runs[runId] === record) delete runs[runId];
       this.active.delete(runId);
       await this.store.removeRun(runId);
@@ -302,13 +315,17 @@ export class RunManager {
       policy.onEvent(ev);
     };
     // Returns nothing for most turns (nothing to wait for: the engine goes on at once).
+    // A fork writes no checkpoint before its fork point: a restart then finds it interrupted
+    // (before its first checkpoint) or past the fork point, where it is all live — never halfway
+    // through the replay, whose position a checkpoint does not hold.
+    let forker: Forker | undefined;
     const checkpoint = (c: RunCheckpoint): Promise<void> | undefined => {
       // A detached run (shutdown) never checkpoints again; the next process resumes it.
       if (a.detached) return new Promise<void>(() => {});
       const d = policy.decide();
       // The replayed turn that called tools is over; what it did not match is not replayed later.
       if (d.afterToolCall) js.replay = [];
-      if (d.write) {
+      if (d.write && (forker === undefined || forker.live)) {
         const t = performance.now();
         try {
           commit.checkpoint(c);
@@ -356,7 +373,22 @@ export class RunManager {
     // Continue after the last event on disk: events written after the checkpoint stay in the
     // log as history, and the replayed turn's events follow them with no gap and no duplicate.
     if (cp) options.resume = { ...cp, seq: log.lastSeq };
+    // A fork replays its past run up to the fork point (a fork resumed after a restart has lost
+    // that plan and continues live from its checkpoint).
+    const plan = this.forks.get(runId);
+    this.forks.delete(runId);
+    if (plan && !cp) forker = forkRunOptions(plan, options, spec.flow);
     const handle = runFlow(spec.flow, spec.input, options);
+    const f = forker;
+    f?.signal.addEventListener(
+      'abort',
+      () =>
+        handle.send({
+          type: 'cancel',
+          reason: `the flow differs from run ${plan!.parentRunId} before the fork point: ${f.miss?.message ?? ''}`,
+        }),
+      { once: true },
+    );
     a.send = (cmd) => handle.send(cmd);
     a.result = handle.result;
     a.done = handle.result

@@ -64,6 +64,9 @@ export interface RunRecord {
   /** Where it was started from. */
   source: 'api' | 'cli' | 'mcp';
   scripted?: boolean;
+  /** A fork: the run it started from, and where (its recorded state up to that node's turn). */
+  parentRunId?: string;
+  forkedAt?: { nodeId: string; turn: number };
   /** Set while the run is paused because its log or checkpoint could not be written. */
   pausedBy?: RunStop;
 }

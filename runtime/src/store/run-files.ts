@@ -18,6 +18,8 @@ export interface RunSpec {
   input: unknown;
   createdAt: string;
   answers?: Record<string, string | string[]>;
+  /** A fork of run `runId` at `nodeId`'s turn `turn`. */
+  fork?: { runId: string; nodeId: string; turn: number };
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> =>

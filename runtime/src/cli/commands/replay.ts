@@ -1,6 +1,6 @@
 /**
- * `switchboard replay CASSETTE [--flow FILE] [--data DIR] [--json]`: re-executes a recorded run
- * from its cassette — no network, no tool side effects — and reports whether the events match
+ * `switchboard replay CASSETTE|RUN_ID [--flow FILE] [--data DIR] [--json]`: re-executes a recorded
+ * run from its cassette (a stored run's is built from its log) — no network, no tool side effects — and reports whether the events match
  * the recording (timestamps and ids aside). With `--flow`, an edited flow is replayed against
  * the recording: a model request the cassette does not hold is a `cassette_miss` naming the
  * node, the nearest recorded request and the first difference.
@@ -23,7 +23,23 @@ interface ReplayCliOptions {
 async function replayCommand(file: string, opts: ReplayCliOptions, ctx: CliContext): Promise<number> {
   const { readCassette } = await import('../../cassette/file.js');
   const { replayCassette } = await import('../../cassette/replay-run.js');
-  const r = await readCassette(file);
+  const { existsSync } = await import('node:fs');
+  const { RUN_ID_RE } = await import('../../store/store.js');
+  // A run id (not a file): the cassette is built from the stored run's log in the data directory.
+  const fromRun = !existsSync(file) && RUN_ID_RE.test(file);
+  let r: Awaited<ReturnType<typeof readCassette>>;
+  if (fromRun) {
+    const { cassetteOfStoredRun } = await import('../../cassette/stored.js');
+    const { StoredRunError } = await import('../stored-run.js');
+    try {
+      const c = await cassetteOfStoredRun(file, opts.data);
+      for (const w of c.warnings) ctx.err(`switchboard replay: warning: ${w}\n`);
+      r = { ok: true, cassette: c.cassette };
+    } catch (e) {
+      ctx.err(`switchboard replay: ${(e as Error).message}\n`);
+      return e instanceof StoredRunError && !e.usage ? EXIT.failed : EXIT.usage;
+    }
+  } else r = await readCassette(file);
   if (!r.ok) {
     ctx.err(`switchboard replay: ${r.message}\n`);
     return EXIT.usage;
@@ -34,7 +50,9 @@ async function replayCommand(file: string, opts: ReplayCliOptions, ctx: CliConte
     flow = await readValidFlow('replay', opts.flow, { ...ctx, setExit: (c) => (code = c) });
     if (!flow) return code === EXIT.failed ? EXIT.usage : code;
   }
-  const dataDir = opts.data ?? (await mkdtemp(join(tmpdir(), 'sb-replay-')));
+  // Replaying a stored run never writes into the directory it was read from.
+  const scratch = !opts.data || fromRun;
+  const dataDir = scratch ? await mkdtemp(join(tmpdir(), 'sb-replay-')) : opts.data!;
   try {
     const out = await replayCassette(r.cassette, { ...(flow ? { flow } : {}), dataDir });
     const c = out.comparison;
@@ -73,7 +91,7 @@ async function replayCommand(file: string, opts: ReplayCliOptions, ctx: CliConte
     }
     return ok ? EXIT.ok : EXIT.failed;
   } finally {
-    if (!opts.data) await rm(dataDir, { recursive: true, force: true }).catch(() => {});
+    if (scratch) await rm(dataDir, { recursive: true, force: true }).catch(() => {});
   }
 }
 
@@ -83,9 +101,12 @@ export function registerReplay(program: Command, ctx: CliContext): void {
     .description(
       'Re-execute a recorded run from its cassette (no network, no tool side effects) and compare the events.',
     )
-    .argument('<cassette>', 'cassette file written by `switchboard run --record`')
+    .argument('<cassette>', 'cassette file written by `switchboard run --record`, or the id of a stored run')
     .option('--flow <file>', 'replay this (edited) flow instead of the recorded one')
-    .option('--data <dir>', 'data directory for run files (default: a temporary one)')
+    .option(
+      '--data <dir>',
+      'data directory: where the run RUN_ID is stored, or for a cassette file where the replay writes (default: a temporary one)',
+    )
     .option('--json', 'print the outcome as JSON')
     .action(async (file: string, opts: ReplayCliOptions) => {
       try {

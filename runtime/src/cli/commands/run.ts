@@ -30,6 +30,9 @@ export interface RunCliOptions extends OperatorFlags {
   record?: string;
   maxCost?: string;
   maxTokens?: string;
+  from?: string;
+  at?: string;
+  data?: string;
 }
 
 const EVENT_MODES = ['pretty', 'jsonl', 'none'] as const;
@@ -192,8 +195,13 @@ function budgetFlags(opts: RunCliOptions): { maxCost?: number; maxTokens?: numbe
 async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): Promise<number> {
   const mode = (opts.events ?? 'pretty') as (typeof EVENT_MODES)[number];
   if (!EVENT_MODES.includes(mode)) throw new UsageError(`--events must be one of ${EVENT_MODES.join(', ')}`);
-  if ((opts.input === undefined) === (opts.inputFile === undefined))
+  if (opts.input !== undefined && opts.inputFile !== undefined)
+    throw new UsageError('give one of --input TEXT or --input-file FILE, not both');
+  // A fork runs on the past run's input unless given another.
+  if (opts.input === undefined && opts.inputFile === undefined && opts.from === undefined)
     throw new UsageError('give exactly one of --input TEXT or --input-file FILE');
+  if ((opts.from === undefined) !== (opts.at === undefined))
+    throw new UsageError('--from RUN_ID and --at NODE[:TURN] go together');
   const { validateText } = await import('@switchboard/nodes');
   const { DEFAULT_LIMITS } = (await import('@switchboard/schemas')) as { DEFAULT_LIMITS: typeof Limits };
   const text = await readBounded(file, DEFAULT_LIMITS.maxBytes, 'flow');
@@ -207,7 +215,11 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     return EXIT.usage;
   }
   const flow = applyModelOverrides(v.flow, opts.model ?? []);
-  const input = opts.input ?? (await readBounded(opts.inputFile!, MAX_INPUT_BYTES, '--input-file'));
+  let input: unknown =
+    opts.input ??
+    (opts.inputFile !== undefined
+      ? await readBounded(opts.inputFile, MAX_INPUT_BYTES, '--input-file')
+      : undefined);
   const answers = opts.answers
     ? parseAnswers(await readBounded(opts.answers, MAX_INPUT_BYTES, '--answers'), opts.answers)
     : undefined;
@@ -265,6 +277,19 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     if (options.tools) options.tools = recorder.wrapTools(options.tools);
   }
 
+  let forker: import('../../cassette/fork.js').Forker | undefined;
+  if (opts.from !== undefined) {
+    const { applyFork, ForkFlagError } = await import('../fork-run.js');
+    try {
+      const f = await applyFork(opts, flow, options);
+      forker = f.forker;
+      input ??= f.input;
+    } catch (e) {
+      if (e instanceof ForkFlagError) throw new UsageError(e.message);
+      throw e;
+    }
+  }
+
   const { runFlow } = await import('../../engine/index.js');
   const pretty = mode === 'pretty' ? prettyPrinter(ctx) : undefined;
   let rl: ReturnType<typeof createInterface> | undefined;
@@ -298,10 +323,26 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     void pendingQuestion;
     await shutdown?.().catch(() => {});
   }
+  if (forker?.miss) {
+    ctx.err(
+      `switchboard run: the flow differs from run ${opts.from} before the fork point: ${forker.miss.message}\n`,
+    );
+    return EXIT.failed;
+  }
   if (recorder && opts.record) {
     const { writeCassette } = await import('../../cassette/file.js');
     // The flow as written (before --model overrides), so the cassette replays without the endpoint.
-    await writeCassette(opts.record, recorder.cassette(v.flow, input, recorded, result));
+    const cassette = recorder.cassette(v.flow, input, recorded, result);
+    if (flow !== v.flow) {
+      // The models as run (the --model overrides), which the run's model.request events describe.
+      cassette.modelsAsRun = Object.create(null) as Record<
+        string,
+        import('@switchboard/schemas').ModelConfigT
+      >;
+      for (const [name, config] of Object.entries(flow.models))
+        if (config !== v.flow.models[name]) cassette.modelsAsRun[name] = config;
+    }
+    await writeCassette(opts.record, cassette);
     ctx.err(
       `recorded ${recorder.models.length} model and ${recorder.tools.length} tool call(s) to ${opts.record}\n`,
     );
@@ -346,7 +387,10 @@ export function registerRun(program: Command, ctx: CliContext): void {
       "stop the run once its models' cost (priced by each model's `pricing`) exceeds this",
     )
     .option('--max-tokens <n>', 'stop the run once it has used more tokens than this')
-    .option('--record <file>', 'write a cassette: every model request and reply, every tool call and result');
+    .option('--record <file>', 'write a cassette: every model request and reply, every tool call and result')
+    .option('--from <run-id>', 'fork a stored run: its recorded state up to --at, live from there')
+    .option('--at <node[:turn]>', 'with --from: the node (and its turn, from 1) where the fork goes live')
+    .option('--data <dir>', 'with --from: the data directory the run is stored in');
   addOperatorFlags(cmd).action(async (file: string, opts: RunCliOptions) => {
     try {
       ctx.setExit(await runCommand(file, opts, ctx));
