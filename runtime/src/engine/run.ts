@@ -485,6 +485,18 @@ export class Run {
     this.finish({ runId: this.runId, status: 'cancelled' });
   }
 
+  /** The host ended the run by name: stop it, fail it with that code and abort what is in flight. */
+  private failByHost(code: string, message: string): void {
+    if (this.stop) return;
+    const stop = new RunFailure(code, message);
+    this.stop = stop;
+    const error = errorInfo(stop);
+    this.emit(this.top, { type: 'run.failed', error });
+    this.finish({ runId: this.runId, status: 'failed', error: { code: error.code, message: error.message } });
+    this.abort.abort(stop);
+    for (const w of this.waiters.values()) w('');
+  }
+
   /** A budget ran out: say so, stop the run and abort whatever is in flight. */
   private exceeded(
     cx: Ctx,
@@ -517,6 +529,9 @@ export class Run {
     switch (cmd.type) {
       case 'cancel':
         this.cancel(cmd.reason);
+        return;
+      case 'fail':
+        this.failByHost(cmd.code, cmd.message);
         return;
       case 'pause':
         this.pauseRequested = true;
@@ -1079,33 +1094,39 @@ export class Run {
       this.status = 'waiting';
       const cp = this.checkpoint(cx);
       if (cp) await cp;
-      answer = await new Promise<string>((resolve, reject) => {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const waiters = own(this.waiters);
-        this.waiters = waiters;
-        waiters.set(nodeId, (a) => {
-          if (timer) clearTimeout(timer);
-          waiters.delete(nodeId);
-          resolve(a);
-        });
-        if (timeoutMs !== undefined)
-          timer = setTimeout(() => {
-            waiters.delete(nodeId);
-            reject(
-              new NodeError(
-                'human_timeout',
-                `human node "${nodeId}" got no answer within ${timeoutMs} ms`,
-                1,
-                false,
-              ),
-            );
-          }, timeoutMs);
-      });
+      if (this.stop) throw this.stop;
+      // An answer that came in while the checkpoint was written is taken, not waited for.
+      answer = this.takeAnswer(cx, nodeId) ?? (await this.waitForAnswer(nodeId, timeoutMs));
       if (this.stop) throw this.stop;
       this.status = 'running';
     }
     this.emit(cx, { type: 'input.received', nodeId, answer });
     return answer;
+  }
+
+  private waitForAnswer(nodeId: string, timeoutMs: number | undefined): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waiters = own(this.waiters);
+      this.waiters = waiters;
+      waiters.set(nodeId, (a) => {
+        if (timer) clearTimeout(timer);
+        waiters.delete(nodeId);
+        resolve(a);
+      });
+      if (timeoutMs !== undefined)
+        timer = setTimeout(() => {
+          waiters.delete(nodeId);
+          reject(
+            new NodeError(
+              'human_timeout',
+              `human node "${nodeId}" got no answer within ${timeoutMs} ms`,
+              1,
+              false,
+            ),
+          );
+        }, timeoutMs);
+    });
   }
 
   private takeAnswer(cx: Ctx, nodeId: string): string | undefined {

@@ -27,7 +27,12 @@ export type RunCommand =
   | { type: 'step' }
   | { type: 'inject'; text: string; nodeId?: string }
   | { type: 'answer'; nodeId?: string; answer: string }
-  | { type: 'breakpoint'; nodeId: string; on: boolean };
+  | { type: 'breakpoint'; nodeId: string; on: boolean }
+  /**
+   * The host ends the run with a named failure (e.g. the person asked through MCP elicitation
+   * declined: `human_declined`). Not offered over REST.
+   */
+  | { type: 'fail'; code: string; message: string };
 
 /** Everything needed to continue a run in a new process. Plain JSON. */
 export interface RunCheckpoint {
