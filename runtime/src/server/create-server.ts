@@ -23,6 +23,7 @@ import { installGuard } from './guard.js';
 import { installJsonParser } from './json-body.js';
 import { BODY_LIMIT, DEFAULT_MAX_RUNS, defaultMaxRuns, MAX_PARAM_LENGTH, WS_MAX_PAYLOAD } from './limits.js';
 import { withRedaction } from './log-redaction.js';
+import { RunWatchers, registerMcpRoute } from './mcp-route.js';
 import { collectRoutes } from './openapi.js';
 import { RoomPersistence } from './room-persistence.js';
 import { RoomStates } from './room-states.js';
@@ -266,13 +267,17 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   // Run events go to the hub once durable, so a client sees nothing that is not stored; to
   // provisional clients also once written (they learn of durability after).
   let hub!: EventHub;
+  const watchers = new RunWatchers();
   const runs = new RunManager({
     outbound,
     secrets,
     ...options.runs,
     tools,
     store,
-    publish: (runId: string, events: RunEvent[], lines?: LogLine[]) => hub.publish(runId, events, lines),
+    publish: (runId: string, events: RunEvent[], lines?: LogLine[]) => {
+      watchers.publish(runId, events);
+      return hub.publish(runId, events, lines);
+    },
     publishWritten: (runId: string, events: RunEvent[], lines: LogLine[]) =>
       hub.publishWritten(runId, events, lines),
     logger: app.log,
@@ -333,6 +338,14 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     new FlowTemplates(options.templatesDir === undefined ? defaultTemplatesDir() : options.templatesDir),
   );
   registerRunRoutes(app, store, runs, (id) => roomStore.settle(id), { maxRuns });
+  const mcp = registerMcpRoute(app, {
+    store,
+    runs,
+    records,
+    watchers,
+    settleFlow: (id) => roomStore.settle(id),
+    origins: () => origins,
+  });
   app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
     hub.attach(socket);
   });
@@ -409,6 +422,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
         }
       };
       hub.closeAll();
+      await step(() => mcp.close());
       // Before the store closes: what the editors changed last is saved.
       await step(() => rooms.closeAll());
       await step(() => runs.detachAll());
