@@ -278,8 +278,11 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
       watchers.publish(runId, events);
       return hub.publish(runId, events, lines);
     },
-    publishWritten: (runId: string, events: RunEvent[], lines: LogLine[]) =>
-      hub.publishWritten(runId, events, lines),
+    // `/mcp` calls follow their runs as provisional clients do: progress is not an acknowledgement.
+    publishWritten: (runId: string, events: RunEvent[], lines: LogLine[]) => {
+      watchers.publish(runId, events);
+      return hub.publishWritten(runId, events, lines);
+    },
     logger: app.log,
   });
   hub = new EventHub(
