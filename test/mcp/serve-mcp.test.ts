@@ -31,8 +31,12 @@ afterEach(async () => {
   s = undefined;
 });
 
-async function serverWith(flows: Flow[], token?: string): Promise<{ url: URL; port: number }> {
-  s = await testServer({ port: 0, ...(token ? { token } : {}) });
+async function serverWith(
+  flows: Flow[],
+  token?: string,
+  more: Parameters<typeof testServer>[0] = {},
+): Promise<{ url: URL; port: number }> {
+  s = await testServer({ port: 0, ...(token ? { token } : {}), ...more });
   const { port } = await s.listen();
   const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   for (const f of flows) {
@@ -246,5 +250,16 @@ describe('switchboard serve: /mcp', { timeout: 60_000 }, () => {
     });
     expect(get).toBe(403);
     expect((await rawPost(port, { ...auth, host: `evil.example:${port}` })).status).toBe(421);
+  });
+
+  it('keeps a bounded number of sessions: the least recently used one is closed', async () => {
+    const { url } = await serverWith([simpleFlow('simple')], undefined, { mcpSessions: 2 });
+    const a = await connect(url);
+    const b = await connect(url);
+    await a.listTools(); // a is now more recent than b
+    const c = await connect(url);
+    expect((await a.listTools()).tools).toHaveLength(1);
+    expect((await c.listTools()).tools).toHaveLength(1);
+    await expect(b.listTools()).rejects.toThrow(/404|session/i);
   });
 });

@@ -106,6 +106,8 @@ export interface ServerOptions {
   secretsConfig?: string;
   /** `--allow-secret NAME=HOST[,HOST]` values. */
   allowSecrets?: string[];
+  /** MCP sessions of `/mcp` kept at once (default 256; the least recently used is closed past it). */
+  mcpSessions?: number;
 }
 
 export interface SwitchboardServer {
@@ -348,6 +350,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     watchers,
     settleFlow: (id) => roomStore.settle(id),
     origins: () => origins,
+    ...(options.mcpSessions ? { maxSessions: options.mcpSessions } : {}),
   });
   app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
     hub.attach(socket);

@@ -49,6 +49,8 @@ export interface McpRouteDeps {
   /** Writes what co-editors changed in a flow's room to the catalog before it runs. */
   settleFlow: (id: string) => Promise<void>;
   origins: () => Set<string>;
+  /** MCP sessions kept at once (default 256); past it the least recently used is closed. */
+  maxSessions?: number;
 }
 
 const MAX_SESSIONS = 256;
@@ -140,12 +142,21 @@ export function registerMcpRoute(app: FastifyInstance, d: McpRouteDeps): { close
       const { Transport, isInitializeRequest } = await loadSdk();
       const sid = req.headers['mcp-session-id'];
       let transport = typeof sid === 'string' ? sessions.get(sid) : undefined;
+      if (transport && typeof sid === 'string') {
+        // Map order is use order: the first entry is the least recently used session.
+        sessions.delete(sid);
+        sessions.set(sid, transport);
+      }
       if (!transport) {
         if (typeof sid === 'string') return refuse(reply, 404, 'unknown session');
         if (req.method !== 'POST' || !isInitializeRequest(req.body))
           return refuse(reply, 400, 'no session: initialize first');
-        if (sessions.size >= MAX_SESSIONS)
-          return refuse(reply, 503, `too many MCP sessions (${MAX_SESSIONS}); close one first`);
+        // Clients that never end their session do not hold the limit: the least recently used goes.
+        if (sessions.size >= (d.maxSessions ?? MAX_SESSIONS)) {
+          const [oldest, t] = sessions.entries().next().value as [string, StreamableHTTPServerTransport];
+          sessions.delete(oldest);
+          await t.close().catch(() => {});
+        }
         const t = new Transport({
           sessionIdGenerator: () => randomUUID(),
           onsessioninitialized: (id) => {
