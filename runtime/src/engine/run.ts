@@ -55,6 +55,7 @@ import {
 import type { ToolHandle, ToolHostContext } from '../tools/types.js';
 import { type AcpBackendConfig, type AcpSession, acpBehavior } from './acp-agent.js';
 import { type BudgetHit, BudgetTracker } from './budgets.js';
+import { answerElicitation } from './elicitation.js';
 import { errorInfo, FINAL_MODEL_CODES, operatorRefusal } from './error-info.js';
 import { Cancelled, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
@@ -975,6 +976,16 @@ export class Run {
           res = await h.call(args, {
             signal: this.signal,
             onLog: (text) => this.emit(cx, { type: 'log', nodeId, level: 'info', text }),
+            elicit: async (ask) => {
+              const a = answerElicitation(ask, this.options.elicitation ?? 'decline');
+              this.emit(cx, {
+                type: 'log',
+                nodeId,
+                level: 'info',
+                text: `${h.name} asked ${JSON.stringify(ask.message.slice(0, 200))}: ${a.action === 'accept' ? 'accepted its defaults' : 'declined'}`,
+              });
+              return a;
+            },
           });
         } catch (e) {
           if (this.stop) throw this.stop;

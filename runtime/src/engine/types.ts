@@ -86,6 +86,12 @@ export interface RunOptions {
   humanInput?: 'wait' | 'fail';
   /** Node kinds to interpret; defaults to the built-in registry of @switchboard/nodes. */
   registry?: KindRegistry;
+  /**
+   * What the run answers when an MCP server asks through elicitation during a tool call:
+   * `decline` (default) or `accept-defaults` (the form's defaults, declined when a required
+   * field has none). Either way the question and the answer are logged as a `log` event.
+   */
+  elicitation?: 'decline' | 'accept-defaults';
   /** Validate the flow before running (default true); an invalid flow fails with `flow_invalid`. */
   validate?: boolean;
   /** Milliseconds clock for timestamps and timeouts; defaults to Date.now. */

@@ -13,11 +13,14 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type CallToolResult,
+  ElicitRequestSchema,
+  type ElicitResult,
   ErrorCode,
   McpError,
   type Tool,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { ElicitationAnswer, ElicitationAsk } from '../tools/types.js';
 import { errorText, McpHostError } from './errors.js';
 import { StderrLines } from './stderr-lines.js';
 
@@ -120,7 +123,11 @@ export class McpConnection {
   private async connect(): Promise<Client> {
     this.state = 'connecting';
     this.protocolErrors = 0;
-    const client = new Client({ name: 'switchboard', version: '0.1.0' }, { capabilities: {} });
+    const client = new Client(
+      { name: 'switchboard', version: '0.1.0' },
+      { capabilities: { elicitation: { form: {} } } },
+    );
+    client.setRequestHandler(ElicitRequestSchema, (req) => this.onElicit(req.params));
     let transport: Transport;
     try {
       transport = this.makeTransport();
@@ -270,6 +277,42 @@ export class McpConnection {
     return this.tools;
   }
 
+  /** Elicitation answerers of the calls in flight, by call. */
+  private readonly elicitors = new Map<
+    symbol,
+    ((ask: ElicitationAsk) => Promise<ElicitationAnswer>) | undefined
+  >();
+
+  /**
+   * A server's question during a call. MCP does not say which call a request belongs to, and a
+   * pooled connection may carry calls of several runs: the request goes to the one call in
+   * flight that can answer; with none, or several (ambiguous), it is declined and logged.
+   */
+  private async onElicit(params: {
+    mode?: string;
+    message: string;
+    requestedSchema?: unknown;
+  }): Promise<ElicitResult> {
+    if (params.mode === 'url' || !params.requestedSchema) {
+      this.log('warn', 'declined an elicitation request that is not a form');
+      return { action: 'decline' };
+    }
+    const calls = [...this.elicitors.values()];
+    const answer = calls.length === 1 ? calls[0] : undefined;
+    if (!answer) {
+      this.log(
+        'warn',
+        `declined an elicitation request: ${calls.length > 1 ? `${calls.length} calls in flight, it names none` : 'no call in flight can answer it'}`,
+      );
+      return { action: 'decline' };
+    }
+    const a = await answer({
+      message: params.message,
+      requestedSchema: params.requestedSchema as Record<string, unknown>,
+    });
+    return a.action === 'accept' ? { action: 'accept', content: a.content ?? {} } : { action: a.action };
+  }
+
   /**
    * Calls a tool. A timeout or an abort sends `notifications/cancelled` to the server (the SDK
    * does) and rejects with `mcp.timeout` / `mcp.cancelled`; a dead server rejects with
@@ -282,10 +325,13 @@ export class McpConnection {
       signal: AbortSignal;
       timeoutMs: number;
       onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
+      elicit?: (ask: ElicitationAsk) => Promise<ElicitationAnswer>;
     },
   ): Promise<CallToolResult> {
     if (o.signal.aborted) throw new McpHostError('mcp.cancelled', `${name}: cancelled before it started`);
     const client = await this.ready();
+    const me = Symbol(name);
+    this.elicitors.set(me, o.elicit);
     let guard: NodeJS.Timeout | undefined;
     const guardP = new Promise<never>((_, reject) => {
       guard = setTimeout(
@@ -319,6 +365,7 @@ export class McpConnection {
       throw new McpHostError('mcp.protocol', `${name}: ${errorText(e)}`, { cause: e });
     } finally {
       clearTimeout(guard);
+      this.elicitors.delete(me);
     }
   }
 

@@ -1,0 +1,93 @@
+/**
+ * The MCP client answers a server's elicitation (a stock SDK McpServer over stdio that asks
+ * during a tool call): the run's policy declines by default or accepts the form's defaults
+ * (declining a form whose required fields lack one), and logs the question and the answer.
+ */
+import { fileURLToPath } from 'node:url';
+import type { Flow, RunEvent } from '@switchboard/schemas';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runFlow } from '../../runtime/src/engine/index.js';
+import type { RunOptions } from '../../runtime/src/engine/types.js';
+import { approveFlow } from '../../runtime/src/mcp/consent.js';
+import { createMcpToolHost } from '../../runtime/src/tools/mcp-host.js';
+import { type McpTestEnv, mcpTestEnv } from '../fixtures/mcp/helpers.js';
+
+const SERVER = fileURLToPath(new URL('./fixtures/eliciting-server.mjs', import.meta.url));
+
+let env: McpTestEnv;
+beforeEach(() => {
+  env = mcpTestEnv('sb-elicit-');
+});
+afterEach(async () => {
+  await env.close();
+});
+
+function elicitingFlow(args: string[] = []): Flow {
+  return {
+    version: 1,
+    id: 'elicit-client',
+    name: 'Elicit client',
+    models: {
+      default: {
+        provider: 'scripted',
+        script: [
+          { node: 'a1', toolCalls: [{ name: 't_e__confirm', args: {} }] },
+          { node: 'a1', text: 'done' },
+        ],
+      },
+    },
+    mcpServers: { e: { command: process.execPath, args: [SERVER, ...args] } },
+    nodes: [
+      { id: 'start', kind: 'start', position: { x: 0, y: 0 }, config: {} },
+      { id: 't_e', kind: 'tool', position: { x: 0, y: 0 }, config: { server: 'e' } },
+      {
+        id: 'a1',
+        kind: 'agent',
+        position: { x: 0, y: 0 },
+        config: { role: 'worker', model: 'default', prompt: [{ text: 'x' }] },
+      },
+      { id: 'end', kind: 'end', position: { x: 0, y: 0 }, config: {} },
+    ],
+    edges: [
+      { id: 'e1', kind: 'handover', source: 'start', target: 'a1' },
+      { id: 'g1', kind: 'tools', source: 't_e', target: 'a1' },
+      { id: 'e2', kind: 'handover', source: 'a1', target: 'end' },
+    ],
+  };
+}
+
+async function run(flow: Flow, options: RunOptions = {}) {
+  approveFlow(env.trust, flow);
+  const events: RunEvent[] = [];
+  const h = runFlow(flow, 'x', {
+    ...options,
+    tools: createMcpToolHost(flow, { pool: env.pool, trust: env.trust }),
+    onEvent: (e) => events.push(e),
+  });
+  const result = await h.result;
+  expect(result.status).toBe('completed');
+  const toolResult = events.find((e) => e.type === 'tool.result') as { result: string } | undefined;
+  const logs = events.filter((e) => e.type === 'log').map((e) => (e as { text: string }).text);
+  return { answer: JSON.parse(toolResult!.result), logs };
+}
+
+describe('the MCP client answers elicitation requests of a server', { timeout: 60_000 }, () => {
+  it('declines by default, and says so in the run', async () => {
+    const { answer, logs } = await run(elicitingFlow());
+    expect(answer).toEqual({ action: 'decline' });
+    expect(logs).toContain('t_e__confirm asked "Confirm the name to use": declined');
+  });
+
+  it('accepts the form’s defaults when the run allows it', async () => {
+    const { answer, logs } = await run(elicitingFlow(), { elicitation: 'accept-defaults' });
+    expect(answer).toEqual({ action: 'accept', content: { name: 'Ada', ok: true } });
+    expect(logs).toContain('t_e__confirm asked "Confirm the name to use": accepted its defaults');
+  });
+
+  it('declines a form whose required fields lack a default, even with accept-defaults', async () => {
+    const { answer } = await run(elicitingFlow(['--required-without-default']), {
+      elicitation: 'accept-defaults',
+    });
+    expect(answer).toEqual({ action: 'decline' });
+  });
+});
