@@ -3,6 +3,8 @@
  * during a tool call): the run's policy declines by default or accepts the form's defaults
  * (declining a form whose required fields lack one), and logs the question and the answer.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Flow, RunEvent } from '@switchboard/schemas';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -11,6 +13,7 @@ import type { RunOptions } from '../../runtime/src/engine/types.js';
 import { approveFlow } from '../../runtime/src/mcp/consent.js';
 import { createMcpToolHost } from '../../runtime/src/tools/mcp-host.js';
 import { type McpTestEnv, mcpTestEnv } from '../fixtures/mcp/helpers.js';
+import { cli } from '../support/cli.js';
 
 const SERVER = fileURLToPath(new URL('./fixtures/eliciting-server.mjs', import.meta.url));
 
@@ -89,5 +92,39 @@ describe('the MCP client answers elicitation requests of a server', { timeout: 6
       elicitation: 'accept-defaults',
     });
     expect(answer).toEqual({ action: 'decline' });
+  });
+
+  it('switchboard run --elicitation accept-defaults; a bad policy is a usage error', async () => {
+    const saved = process.env.SWITCHBOARD_HOME;
+    process.env.SWITCHBOARD_HOME = join(env.tmp.dir, 'home');
+    try {
+      const file = join(env.tmp.dir, 'flow.json');
+      writeFileSync(file, JSON.stringify(elicitingFlow()));
+      const bad = await cli('run', file, '--input', 'x', '--trust', 'e', '--elicitation', 'yes-to-all');
+      expect(bad.code).toBe(2);
+      expect(bad.err).toContain('--elicitation must be decline or accept-defaults');
+      const r = await cli(
+        'run',
+        file,
+        '--input',
+        'x',
+        '--trust',
+        'e',
+        '--elicitation',
+        'accept-defaults',
+        '--events',
+        'jsonl',
+      );
+      expect(r.code).toBe(0);
+      const events = r.out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l));
+      const toolResult = events.find((e) => e.type === 'tool.result');
+      expect(JSON.parse(toolResult.result)).toEqual({ action: 'accept', content: { name: 'Ada', ok: true } });
+    } finally {
+      if (saved === undefined) delete process.env.SWITCHBOARD_HOME;
+      else process.env.SWITCHBOARD_HOME = saved;
+    }
   });
 });

@@ -30,6 +30,7 @@ export interface RunCliOptions extends OperatorFlags {
   record?: string;
   maxCost?: string;
   maxTokens?: string;
+  elicitation?: string;
 }
 
 const EVENT_MODES = ['pretty', 'jsonl', 'none'] as const;
@@ -235,6 +236,13 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   options.outbound = policy.outbound;
   options.secrets = policy.secrets;
   if (answers) options.answers = answers;
+  if (opts.elicitation !== undefined) {
+    if (opts.elicitation !== 'decline' && opts.elicitation !== 'accept-defaults')
+      throw new UsageError(
+        `--elicitation must be decline or accept-defaults, not ${JSON.stringify(opts.elicitation).slice(0, 60)}`,
+      );
+    options.elicitation = opts.elicitation;
+  }
   const usesTools =
     flow.nodes.some((n) => n.kind === 'tool') || flow.nodes.some((n) => n.config.backend !== undefined);
   let shutdown: (() => Promise<void>) | undefined;
@@ -346,6 +354,10 @@ export function registerRun(program: Command, ctx: CliContext): void {
       "stop the run once its models' cost (priced by each model's `pricing`) exceeds this",
     )
     .option('--max-tokens <n>', 'stop the run once it has used more tokens than this')
+    .option(
+      '--elicitation <policy>',
+      'what an MCP server asking through elicitation gets: decline (default) or accept-defaults',
+    )
     .option('--record <file>', 'write a cassette: every model request and reply, every tool call and result');
   addOperatorFlags(cmd).action(async (file: string, opts: RunCliOptions) => {
     try {
