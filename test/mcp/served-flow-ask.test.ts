@@ -191,6 +191,10 @@ describe('a served flow asks its caller (elicitation)', { timeout: 120_000 }, ()
       },
     );
     expect(textOf(r2)).toMatch(/^run failed: human_cancelled: .*human node "gate"/);
+    // (stderr and stdout are separate pipes: the line may come just after the result.)
+    const t0 = Date.now();
+    while (!/run \S+ failed: the MCP client cancelled/.test(cancelled.stderr()) && Date.now() - t0 < 10_000)
+      await new Promise((r) => setTimeout(r, 20));
     expect(cancelled.stderr()).toMatch(/run \S+ failed: the MCP client cancelled/);
   });
 

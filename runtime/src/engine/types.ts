@@ -87,11 +87,13 @@ export interface RunOptions {
   /** Node kinds to interpret; defaults to the built-in registry of @switchboard/nodes. */
   registry?: KindRegistry;
   /**
-   * What the run answers when an MCP server asks through elicitation during a tool call:
-   * `decline` (default) or `accept-defaults` (the form's defaults, declined when a required
-   * field has none). Either way the question and the answer are logged as a `log` event.
+   * What the run answers when an MCP server asks through elicitation during a tool call: `ask`
+   * (human input of the run: `input.requested` with the `form`, answered like a human node, by
+   * the agent's node id; the default when `humanInput` is `wait`), `decline` (the default
+   * otherwise) or `accept-defaults` (the form's defaults, declined when a required field has
+   * none). The question and the outcome are logged as a `log` event.
    */
-  elicitation?: 'decline' | 'accept-defaults';
+  elicitation?: 'ask' | 'decline' | 'accept-defaults';
   /** Validate the flow before running (default true); an invalid flow fails with `flow_invalid`. */
   validate?: boolean;
   /** Milliseconds clock for timestamps and timeouts; defaults to Date.now. */

@@ -85,8 +85,15 @@ export async function callServedFlow(p: {
   const early: RunEvent[] = [];
   const failRun = (code: string, message: string) => run?.send({ type: 'fail', code, message });
 
-  const notify = (method: 'notifications/progress' | 'notifications/message', params: object) =>
-    void extra.sendNotification({ method, params } as ServerNotification).catch(() => {});
+  // Kept until the result goes out: a client drops progress that arrives after the response.
+  const sending = new Set<Promise<void>>();
+  const notify = (method: 'notifications/progress' | 'notifications/message', params: object) => {
+    const p = extra
+      .sendNotification({ method, params } as ServerNotification)
+      .catch(() => {})
+      .finally(() => sending.delete(p));
+    sending.add(p);
+  };
 
   const ask = async (h: HumanAsk): Promise<void> => {
     const what = `human node "${h.nodeId}" (${JSON.stringify(h.question.slice(0, 200))})`;
@@ -111,6 +118,15 @@ export async function callServedFlow(p: {
       return;
     }
     if (!waiting.has(h.nodeId)) return;
+    // A tool's question: its answer, whatever it is, goes back to the tool, not the run.
+    if (h.form && res.action !== 'accept') {
+      run?.send({
+        type: 'answer',
+        nodeId: h.nodeId,
+        answer: res.action === 'decline' ? 'decline' : 'cancel',
+      });
+      return;
+    }
     if (res.action === 'decline')
       return failRun('human_declined', `the MCP client declined to answer ${what}`);
     if (res.action !== 'accept')
@@ -152,6 +168,7 @@ export async function callServedFlow(p: {
   for (const e of early.splice(0)) handle(e);
   try {
     const r = await run.result;
+    await Promise.all([...sending]);
     return { result: toolResultOf(r), run: r };
   } finally {
     callDone.abort();

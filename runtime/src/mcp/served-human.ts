@@ -14,12 +14,14 @@ export interface HumanAsk {
   options?: string[];
   mode: 'ask' | 'approve';
   timeoutMs?: number;
+  /** A tool's own elicitation form, passed on to the caller as it is (see the engine's `elicitation: 'ask'`). */
+  form?: Record<string, unknown>;
 }
 
 /** What an `input.requested` event asks, with the node's mode and timeout from the flow. */
 export function humanAskOf(
   flow: Flow,
-  e: { nodeId?: string; question?: unknown; options?: unknown },
+  e: { nodeId?: string; question?: unknown; options?: unknown; form?: unknown },
 ): HumanAsk | undefined {
   if (e.nodeId === undefined) return undefined;
   const node = flow.nodes.find((n) => n.id === e.nodeId);
@@ -32,6 +34,10 @@ export function humanAskOf(
   if (Array.isArray(e.options) && e.options.every((o) => typeof o === 'string') && e.options.length > 0)
     ask.options = e.options as string[];
   if (typeof cfg.timeoutMs === 'number') ask.timeoutMs = cfg.timeoutMs;
+  if (e.form && typeof e.form === 'object' && !Array.isArray(e.form)) {
+    ask.form = e.form as Record<string, unknown>;
+    ask.mode = 'ask';
+  }
   return ask;
 }
 
@@ -56,6 +62,7 @@ export interface ElicitationForm {
 
 export function elicitationForm(ask: HumanAsk): ElicitationForm {
   const message = ask.question || `The flow asks for input at "${ask.nodeId}".`;
+  if (ask.form) return { message, requestedSchema: ask.form as ElicitationForm['requestedSchema'] };
   if (ask.mode === 'approve')
     return {
       message,
@@ -87,6 +94,8 @@ export function elicitationForm(ask: HumanAsk): ElicitationForm {
 /** The engine's answer from accepted content, or a sentence saying what is wrong with it. */
 export function answerOf(ask: HumanAsk, content: unknown): { answer: string } | { problem: string } {
   const form = elicitationForm(ask);
+  // A tool's form: its server checks the content; the engine reads it back from JSON.
+  if (ask.form) return { answer: JSON.stringify(content ?? {}) };
   const check = checkAgainstSchema(form.requestedSchema, content ?? {});
   if (!check.valid) return { problem: check.errors.join('; ') };
   const c = content as Record<string, unknown>;
