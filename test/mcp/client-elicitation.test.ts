@@ -28,7 +28,7 @@ afterEach(async () => {
   await env.close();
 });
 
-function elicitingFlow(args: string[] = []): Flow {
+function elicitingFlow(args: string[] = [], toolTimeoutMs?: number): Flow {
   return {
     version: 1,
     id: 'elicit-client',
@@ -45,7 +45,12 @@ function elicitingFlow(args: string[] = []): Flow {
     mcpServers: { e: { command: process.execPath, args: [SERVER, ...args] } },
     nodes: [
       { id: 'start', kind: 'start', position: { x: 0, y: 0 }, config: {} },
-      { id: 't_e', kind: 'tool', position: { x: 0, y: 0 }, config: { server: 'e' } },
+      {
+        id: 't_e',
+        kind: 'tool',
+        position: { x: 0, y: 0 },
+        config: { server: 'e', ...(toolTimeoutMs ? { timeoutMs: toolTimeoutMs } : {}) },
+      },
       {
         id: 'a1',
         kind: 'agent',
@@ -197,5 +202,14 @@ describe('the MCP client answers elicitation requests of a server', { timeout: 6
     } finally {
       await client.close();
     }
+  });
+
+  it('the time a person takes to answer does not count against the tool call’s timeout', async () => {
+    // A 400 ms tool timeout; the answer comes after 1.2 s.
+    const r = await run(elicitingFlow([], 400), {}, (e, h) => {
+      if (e.type === 'input.requested')
+        setTimeout(() => h.send({ type: 'answer', nodeId: 'a1', answer: '{"name":"Lin"}' }), 1200);
+    });
+    expect(r.answer).toEqual({ action: 'accept', content: { name: 'Lin' } });
   });
 });

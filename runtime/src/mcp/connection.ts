@@ -331,26 +331,40 @@ export class McpConnection {
     if (o.signal.aborted) throw new McpHostError('mcp.cancelled', `${name}: cancelled before it started`);
     const client = await this.ready();
     const me = Symbol(name);
-    this.elicitors.set(me, o.elicit);
-    let guard: NodeJS.Timeout | undefined;
-    const guardP = new Promise<never>((_, reject) => {
-      guard = setTimeout(
-        () => reject(new McpHostError('mcp.timeout', `${name}: no answer within ${o.timeoutMs} ms`)),
-        o.timeoutMs + 500,
-      );
-    });
+    // The time a person takes to answer a server's question does not count against the call's
+    // timeout: with an answerer, the clock stops while a question is open (and the SDK's own
+    // timeout is off; this clock aborts the request, which tells the server).
+    const clock = new PausableTimeout(
+      o.elicit ? o.timeoutMs : o.timeoutMs + 500,
+      () => new McpHostError('mcp.timeout', `${name}: no answer within ${o.timeoutMs} ms`),
+    );
+    const elicit = o.elicit;
+    this.elicitors.set(
+      me,
+      elicit
+        ? async (ask) => {
+            clock.pause();
+            try {
+              return await elicit(ask);
+            } finally {
+              clock.resume();
+            }
+          }
+        : undefined,
+    );
     try {
       const r = await Promise.race([
         client.callTool({ name, arguments: args }, undefined, {
-          signal: o.signal,
-          timeout: o.timeoutMs,
+          signal: elicit ? AbortSignal.any([o.signal, clock.signal]) : o.signal,
+          timeout: elicit ? MAX_TIMER_MS : o.timeoutMs,
           ...(o.onProgress ? { onprogress: o.onProgress } : {}),
         }),
-        guardP,
+        clock.expired,
       ]);
       return r as CallToolResult;
     } catch (e) {
       if (e instanceof McpHostError) throw e;
+      if (clock.signal.aborted) throw clock.signal.reason as McpHostError;
       if (o.signal.aborted) throw new McpHostError('mcp.cancelled', `${name}: cancelled`, { cause: e });
       if (e instanceof McpError && e.code === ErrorCode.RequestTimeout)
         throw new McpHostError('mcp.timeout', `${name}: no answer within ${o.timeoutMs} ms`, { cause: e });
@@ -364,7 +378,7 @@ export class McpConnection {
       }
       throw new McpHostError('mcp.protocol', `${name}: ${errorText(e)}`, { cause: e });
     } finally {
-      clearTimeout(guard);
+      clock.clear();
       this.elicitors.delete(me);
     }
   }
@@ -392,5 +406,59 @@ export class McpConnection {
     if (c) await this.dispose(c);
     else if (t) await t.close().catch(() => {});
     this.listeners.clear();
+  }
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A timeout that can stop while something else (a person) is being waited for. */
+class PausableTimeout {
+  private readonly ac = new AbortController();
+  private left: number;
+  private since = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private paused = 0;
+  private reject!: (e: Error) => void;
+  readonly expired: Promise<never>;
+
+  constructor(
+    ms: number,
+    private readonly error: () => Error,
+  ) {
+    this.left = ms;
+    this.expired = new Promise<never>((_, reject) => {
+      this.reject = reject;
+    });
+    this.expired.catch(() => {});
+    this.arm();
+  }
+
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  private arm(): void {
+    this.since = Date.now();
+    this.timer = setTimeout(() => {
+      const e = this.error();
+      this.ac.abort(e);
+      this.reject(e);
+    }, this.left);
+  }
+
+  pause(): void {
+    if (this.paused++ > 0 || this.ac.signal.aborted) return;
+    clearTimeout(this.timer);
+    this.left = Math.max(0, this.left - (Date.now() - this.since));
+  }
+
+  resume(): void {
+    if (--this.paused > 0 || this.ac.signal.aborted) return;
+    this.arm();
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.paused = Number.POSITIVE_INFINITY;
   }
 }
