@@ -198,7 +198,15 @@ export const EventSchemas = [
     detail: Type.Optional(Type.Unknown()),
   }),
   ev('message', { message: Msg }),
-  ev('input.requested', { question: Type.String(), options: Type.Optional(Type.Array(Type.String())) }),
+  ev('input.requested', {
+    question: Type.String(),
+    options: Type.Optional(Type.Array(Type.String())),
+    /**
+     * An MCP server's elicitation form (a flat JSON Schema object) asked during a tool call:
+     * the answer is the content as JSON text, or `decline` / `cancel`.
+     */
+    form: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  }),
   ev('input.received', { answer: Type.String() }),
   ev('budget.exceeded', {
     budget: Type.String(),

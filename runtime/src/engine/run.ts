@@ -52,9 +52,10 @@ import {
   type ModelProvider,
   type ModelRequest,
 } from '../models/types.js';
-import type { ToolHandle, ToolHostContext } from '../tools/types.js';
+import type { ElicitationAnswer, ElicitationAsk, ToolHandle, ToolHostContext } from '../tools/types.js';
 import { type AcpBackendConfig, type AcpSession, acpBehavior } from './acp-agent.js';
 import { type BudgetHit, BudgetTracker } from './budgets.js';
+import { answerElicitation, elicitationFromText } from './elicitation.js';
 import { errorInfo, operatorRefusal } from './error-info.js';
 import { Cancelled, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
@@ -493,6 +494,18 @@ export class Run {
     this.finish({ runId: this.runId, status: 'cancelled' });
   }
 
+  /** The host ended the run by name: stop it, fail it with that code and abort what is in flight. */
+  private failByHost(code: string, message: string): void {
+    if (this.stop) return;
+    const stop = new RunFailure(code, message);
+    this.stop = stop;
+    const error = errorInfo(stop);
+    this.emit(this.top, { type: 'run.failed', error });
+    this.finish({ runId: this.runId, status: 'failed', error: { code: error.code, message: error.message } });
+    this.abort.abort(stop);
+    for (const w of this.waiters.values()) w('');
+  }
+
   /** A budget ran out: say so, stop the run and abort whatever is in flight. */
   private exceeded(
     cx: Ctx,
@@ -525,6 +538,9 @@ export class Run {
     switch (cmd.type) {
       case 'cancel':
         this.cancel(cmd.reason);
+        return;
+      case 'fail':
+        this.failByHost(cmd.code, cmd.message);
         return;
       case 'pause':
         this.pauseRequested = true;
@@ -965,6 +981,7 @@ export class Run {
           res = await h.call(args, {
             signal: this.signal,
             onLog: (text) => this.emit(cx, { type: 'log', nodeId, level: 'info', text }),
+            elicit: (ask) => this.answerElicitation(cx, nodeId, h.name, ask),
           });
         } catch (e) {
           if (this.stop) throw this.stop;
@@ -984,6 +1001,49 @@ export class Run {
         return res;
       },
     };
+  }
+
+  /**
+   * An MCP server's elicitation during a tool call of `nodeId`, by the run's policy: asked as
+   * human input of the run (`ask`, the default where someone can answer: servers, terminals,
+   * served flows), the form's defaults, or declined.
+   */
+  private async answerElicitation(
+    cx: Ctx,
+    nodeId: string,
+    tool: string,
+    ask: ElicitationAsk,
+  ): Promise<ElicitationAnswer> {
+    const policy =
+      this.options.elicitation ?? ((this.options.humanInput ?? 'wait') === 'wait' ? 'ask' : 'decline');
+    let a: ElicitationAnswer;
+    if (policy !== 'ask') a = answerElicitation(ask, policy);
+    else
+      try {
+        a = elicitationFromText(
+          ask,
+          await this.askAt(cx, nodeId, ask.message, { form: ask.requestedSchema }),
+        );
+      } catch (e) {
+        if (this.stop) throw this.stop;
+        if (!(e instanceof NodeError && e.code === 'human_input_required')) throw e;
+        a = { action: 'decline' };
+      }
+    const outcome =
+      a.action === 'accept'
+        ? policy === 'accept-defaults'
+          ? 'accepted its defaults'
+          : 'accepted'
+        : a.action === 'cancel'
+          ? 'cancelled'
+          : 'declined';
+    this.emit(cx, {
+      type: 'log',
+      nodeId,
+      level: 'info',
+      text: `${tool} asked ${JSON.stringify(ask.message.slice(0, 200))}: ${outcome}`,
+    });
+    return a;
   }
 
   private delegatePort(
@@ -1065,11 +1125,21 @@ export class Run {
   // -------------------------------------------------------------------------------------------
   // Human input
 
-  async ask(nc: NodeCtx, question: string, options?: string[]): Promise<string> {
-    const cx = nc.cx;
-    const nodeId = nc.node.id;
+  ask(nc: NodeCtx, question: string, options?: string[]): Promise<string> {
+    const timeoutMs = typeof nc.node.config.timeoutMs === 'number' ? nc.node.config.timeoutMs : undefined;
+    return this.askAt(nc.cx, nc.node.id, question, { options, timeoutMs });
+  }
+
+  /** Asks a person on behalf of node `nodeId` (a human node, or an agent whose tool asked). */
+  private async askAt(
+    cx: Ctx,
+    nodeId: string,
+    question: string,
+    o: { options?: string[] | undefined; timeoutMs?: number | undefined; form?: Record<string, unknown> },
+  ): Promise<string> {
     const ev: Record<string, unknown> = { type: 'input.requested', nodeId, question };
-    if (options) ev.options = options;
+    if (o.options) ev.options = o.options;
+    if (o.form) ev.form = o.form;
     this.emit(cx, ev);
     let answer = this.takeAnswer(cx, nodeId);
     if (answer === undefined) {
@@ -1080,37 +1150,42 @@ export class Run {
           1,
           false,
         );
-      const timeoutMs = typeof nc.node.config.timeoutMs === 'number' ? nc.node.config.timeoutMs : undefined;
       this.status = 'waiting';
       const cp = this.checkpoint(cx);
       if (cp) await cp;
-      answer = await new Promise<string>((resolve, reject) => {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const waiters = own(this.waiters);
-        this.waiters = waiters;
-        waiters.set(nodeId, (a) => {
-          if (timer) clearTimeout(timer);
-          waiters.delete(nodeId);
-          resolve(a);
-        });
-        if (timeoutMs !== undefined)
-          timer = setTimeout(() => {
-            waiters.delete(nodeId);
-            reject(
-              new NodeError(
-                'human_timeout',
-                `human node "${nodeId}" got no answer within ${timeoutMs} ms`,
-                1,
-                false,
-              ),
-            );
-          }, timeoutMs);
-      });
+      if (this.stop) throw this.stop;
+      // An answer that came in while the checkpoint was written is taken, not waited for.
+      answer = this.takeAnswer(cx, nodeId) ?? (await this.waitForAnswer(nodeId, o.timeoutMs));
       if (this.stop) throw this.stop;
       this.status = 'running';
     }
     this.emit(cx, { type: 'input.received', nodeId, answer });
     return answer;
+  }
+
+  private waitForAnswer(nodeId: string, timeoutMs: number | undefined): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waiters = own(this.waiters);
+      this.waiters = waiters;
+      waiters.set(nodeId, (a) => {
+        if (timer) clearTimeout(timer);
+        waiters.delete(nodeId);
+        resolve(a);
+      });
+      if (timeoutMs !== undefined)
+        timer = setTimeout(() => {
+          waiters.delete(nodeId);
+          reject(
+            new NodeError(
+              'human_timeout',
+              `human node "${nodeId}" got no answer within ${timeoutMs} ms`,
+              1,
+              false,
+            ),
+          );
+        }, timeoutMs);
+    });
   }
 
   private takeAnswer(cx: Ctx, nodeId: string): string | undefined {

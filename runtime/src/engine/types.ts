@@ -27,7 +27,12 @@ export type RunCommand =
   | { type: 'step' }
   | { type: 'inject'; text: string; nodeId?: string }
   | { type: 'answer'; nodeId?: string; answer: string }
-  | { type: 'breakpoint'; nodeId: string; on: boolean };
+  | { type: 'breakpoint'; nodeId: string; on: boolean }
+  /**
+   * The host ends the run with a named failure (e.g. the person asked through MCP elicitation
+   * declined: `human_declined`). Not offered over REST.
+   */
+  | { type: 'fail'; code: string; message: string };
 
 /** Everything needed to continue a run in a new process. Plain JSON. */
 export interface RunCheckpoint {
@@ -83,6 +88,14 @@ export interface RunOptions {
   humanInput?: 'wait' | 'fail';
   /** Node kinds to interpret; defaults to the built-in registry of @switchboard/nodes. */
   registry?: KindRegistry;
+  /**
+   * What the run answers when an MCP server asks through elicitation during a tool call: `ask`
+   * (human input of the run: `input.requested` with the `form`, answered like a human node, by
+   * the agent's node id; the default when `humanInput` is `wait`), `decline` (the default
+   * otherwise) or `accept-defaults` (the form's defaults, declined when a required field has
+   * none). The question and the outcome are logged as a `log` event.
+   */
+  elicitation?: 'ask' | 'decline' | 'accept-defaults';
   /** Validate the flow before running (default true); an invalid flow fails with `flow_invalid`. */
   validate?: boolean;
   /** Milliseconds clock for timestamps and timeouts; defaults to Date.now. */

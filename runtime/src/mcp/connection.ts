@@ -13,11 +13,14 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type CallToolResult,
+  ElicitRequestSchema,
+  type ElicitResult,
   ErrorCode,
   McpError,
   type Tool,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { ElicitationAnswer, ElicitationAsk } from '../tools/types.js';
 import { errorText, McpHostError } from './errors.js';
 import { StderrLines } from './stderr-lines.js';
 
@@ -120,7 +123,11 @@ export class McpConnection {
   private async connect(): Promise<Client> {
     this.state = 'connecting';
     this.protocolErrors = 0;
-    const client = new Client({ name: 'switchboard', version: '0.1.0' }, { capabilities: {} });
+    const client = new Client(
+      { name: 'switchboard', version: '0.1.0' },
+      { capabilities: { elicitation: { form: {} } } },
+    );
+    client.setRequestHandler(ElicitRequestSchema, (req) => this.onElicit(req.params));
     let transport: Transport;
     try {
       transport = this.makeTransport();
@@ -270,6 +277,42 @@ export class McpConnection {
     return this.tools;
   }
 
+  /** Elicitation answerers of the calls in flight, by call. */
+  private readonly elicitors = new Map<
+    symbol,
+    ((ask: ElicitationAsk) => Promise<ElicitationAnswer>) | undefined
+  >();
+
+  /**
+   * A server's question during a call. MCP does not say which call a request belongs to, and a
+   * pooled connection may carry calls of several runs: the request goes to the one call in
+   * flight that can answer; with none, or several (ambiguous), it is declined and logged.
+   */
+  private async onElicit(params: {
+    mode?: string;
+    message: string;
+    requestedSchema?: unknown;
+  }): Promise<ElicitResult> {
+    if (params.mode === 'url' || !params.requestedSchema) {
+      this.log('warn', 'declined an elicitation request that is not a form');
+      return { action: 'decline' };
+    }
+    const calls = [...this.elicitors.values()];
+    const answer = calls.length === 1 ? calls[0] : undefined;
+    if (!answer) {
+      this.log(
+        'warn',
+        `declined an elicitation request: ${calls.length > 1 ? `${calls.length} calls in flight, it names none` : 'no call in flight can answer it'}`,
+      );
+      return { action: 'decline' };
+    }
+    const a = await answer({
+      message: params.message,
+      requestedSchema: params.requestedSchema as Record<string, unknown>,
+    });
+    return a.action === 'accept' ? { action: 'accept', content: a.content ?? {} } : { action: a.action };
+  }
+
   /**
    * Calls a tool. A timeout or an abort sends `notifications/cancelled` to the server (the SDK
    * does) and rejects with `mcp.timeout` / `mcp.cancelled`; a dead server rejects with
@@ -282,29 +325,46 @@ export class McpConnection {
       signal: AbortSignal;
       timeoutMs: number;
       onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
+      elicit?: (ask: ElicitationAsk) => Promise<ElicitationAnswer>;
     },
   ): Promise<CallToolResult> {
     if (o.signal.aborted) throw new McpHostError('mcp.cancelled', `${name}: cancelled before it started`);
     const client = await this.ready();
-    let guard: NodeJS.Timeout | undefined;
-    const guardP = new Promise<never>((_, reject) => {
-      guard = setTimeout(
-        () => reject(new McpHostError('mcp.timeout', `${name}: no answer within ${o.timeoutMs} ms`)),
-        o.timeoutMs + 500,
-      );
-    });
+    const me = Symbol(name);
+    // The time a person takes to answer a server's question does not count against the call's
+    // timeout: with an answerer, the clock stops while a question is open (and the SDK's own
+    // timeout is off; this clock aborts the request, which tells the server).
+    const clock = new PausableTimeout(
+      o.elicit ? o.timeoutMs : o.timeoutMs + 500,
+      () => new McpHostError('mcp.timeout', `${name}: no answer within ${o.timeoutMs} ms`),
+    );
+    const elicit = o.elicit;
+    this.elicitors.set(
+      me,
+      elicit
+        ? async (ask) => {
+            clock.pause();
+            try {
+              return await elicit(ask);
+            } finally {
+              clock.resume();
+            }
+          }
+        : undefined,
+    );
     try {
       const r = await Promise.race([
         client.callTool({ name, arguments: args }, undefined, {
-          signal: o.signal,
-          timeout: o.timeoutMs,
+          signal: elicit ? AbortSignal.any([o.signal, clock.signal]) : o.signal,
+          timeout: elicit ? MAX_TIMER_MS : o.timeoutMs,
           ...(o.onProgress ? { onprogress: o.onProgress } : {}),
         }),
-        guardP,
+        clock.expired,
       ]);
       return r as CallToolResult;
     } catch (e) {
       if (e instanceof McpHostError) throw e;
+      if (clock.signal.aborted) throw clock.signal.reason as McpHostError;
       if (o.signal.aborted) throw new McpHostError('mcp.cancelled', `${name}: cancelled`, { cause: e });
       if (e instanceof McpError && e.code === ErrorCode.RequestTimeout)
         throw new McpHostError('mcp.timeout', `${name}: no answer within ${o.timeoutMs} ms`, { cause: e });
@@ -318,7 +378,8 @@ export class McpConnection {
       }
       throw new McpHostError('mcp.protocol', `${name}: ${errorText(e)}`, { cause: e });
     } finally {
-      clearTimeout(guard);
+      clock.clear();
+      this.elicitors.delete(me);
     }
   }
 
@@ -345,5 +406,59 @@ export class McpConnection {
     if (c) await this.dispose(c);
     else if (t) await t.close().catch(() => {});
     this.listeners.clear();
+  }
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A timeout that can stop while something else (a person) is being waited for. */
+class PausableTimeout {
+  private readonly ac = new AbortController();
+  private left: number;
+  private since = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private paused = 0;
+  private reject!: (e: Error) => void;
+  readonly expired: Promise<never>;
+
+  constructor(
+    ms: number,
+    private readonly error: () => Error,
+  ) {
+    this.left = ms;
+    this.expired = new Promise<never>((_, reject) => {
+      this.reject = reject;
+    });
+    this.expired.catch(() => {});
+    this.arm();
+  }
+
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  private arm(): void {
+    this.since = Date.now();
+    this.timer = setTimeout(() => {
+      const e = this.error();
+      this.ac.abort(e);
+      this.reject(e);
+    }, this.left);
+  }
+
+  pause(): void {
+    if (this.paused++ > 0 || this.ac.signal.aborted) return;
+    clearTimeout(this.timer);
+    this.left = Math.max(0, this.left - (Date.now() - this.since));
+  }
+
+  resume(): void {
+    if (--this.paused > 0 || this.ac.signal.aborted) return;
+    this.arm();
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.paused = Number.POSITIVE_INFINITY;
   }
 }

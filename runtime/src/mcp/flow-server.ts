@@ -1,8 +1,10 @@
 /**
  * A flow served as an MCP server (`switchboard mcp FLOW`): one tool whose name, description and
  * input schema come from the flow's start node (default input `{ input: string }`). A call runs
- * the flow; run events become `notifications/progress` while it runs (when the client asked for
- * progress), the final answer is the result, and a client's cancellation cancels the run.
+ * the flow (served-call.ts): progress notifications naming nodes, log messages at the client's
+ * level (`logging/setLevel`), human nodes asked through elicitation, the final answer as the
+ * result, and a client's cancellation cancels the run. `createFlowsMcpServer` serves several
+ * flows, one tool each (`/mcp` of `switchboard serve`).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer, type Server as HttpServer, type IncomingMessage } from 'node:http';
@@ -14,10 +16,17 @@ import {
   type CallToolResult,
   isInitializeRequest,
   ListToolsRequestSchema,
+  type LoggingLevel,
+  SetLevelRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { checkAgainstSchema, type Flow, type RunEvent } from '@switchboard/schemas';
+import { checkAgainstSchema, type Flow } from '@switchboard/schemas';
 import type { RunFlow, RunOptions, RunResult } from '../engine/types.js';
 import { sanitizeName } from '../tools/names.js';
+import { callServedFlow, type StartServedRun } from './served-call.js';
+import { canElicitForm } from './served-human.js';
+import { DEFAULT_LOG_LEVEL } from './served-log.js';
+
+export { progressLine } from './served-call.js';
 
 export const DEFAULT_INPUT_SCHEMA = {
   type: 'object',
@@ -52,26 +61,6 @@ export function flowToolInfo(flow: Flow): FlowToolInfo {
   };
 }
 
-/** One short line per run event worth showing as progress. */
-export function progressLine(e: RunEvent): string | undefined {
-  const on = e.nodeId ? ` ${e.nodeId}` : '';
-  switch (e.type) {
-    case 'run.started':
-    case 'node.started':
-    case 'node.completed':
-    case 'turn.started':
-    case 'handover':
-    case 'decision':
-      return `${e.type}${on}`;
-    case 'tool.called':
-      return `tool.called${on}: ${e.tool}`;
-    case 'node.failed':
-      return `node.failed${on}: ${e.error.message}`;
-    default:
-      return undefined;
-  }
-}
-
 export interface FlowServerOptions {
   runFlow: RunFlow;
   /** Options of every run (models, tools factory result, baseDir…); signal and onEvent are set per call. */
@@ -82,24 +71,68 @@ export interface FlowServerOptions {
   onRunEnd?: (result: RunResult) => void;
 }
 
-/** A low-level MCP server (the flow's schema is JSON Schema, not zod) exposing the flow's tool. */
-export function createFlowMcpServer(flow: Flow, o: FlowServerOptions): Server {
-  const info = flowToolInfo(flow);
+/** The flows a multi-flow server offers, looked up at each list and call (they may change). */
+export interface ServedFlows {
+  /** Every flow offered now. */
+  list(): Promise<Flow[]>;
+  /** Starts a run of one of them for a call. */
+  start: StartServedRun;
+  /** Told how each run ended. */
+  onRunEnd?: (result: RunResult) => void;
+  /** Server name in `initialize`. */
+  name: string;
+}
+
+/** Tool names to flows, first flow wins when two ids sanitize to the same name. */
+function toolsOf(flows: Flow[]): Map<string, { flow: Flow; info: FlowToolInfo }> {
+  const m = new Map<string, { flow: Flow; info: FlowToolInfo }>();
+  for (const flow of flows) {
+    const info = flowToolInfo(flow);
+    if (!m.has(info.name)) m.set(info.name, { flow, info });
+  }
+  return m;
+}
+
+/**
+ * A low-level MCP server (the flows' schemas are JSON Schema, not zod) with one tool per flow;
+ * one instance per MCP session, so the log level it keeps is that session's.
+ */
+export function createFlowsMcpServer(served: ServedFlows): Server {
   const server = new Server(
-    { name: `switchboard-${info.name}`, version: '0.1.0' },
-    { capabilities: { tools: {} } },
+    { name: served.name, version: '0.1.0' },
+    { capabilities: { tools: {}, logging: {} } },
   );
+  let level: LoggingLevel = DEFAULT_LOG_LEVEL;
+  // The SDK keeps levels per transport session id; one server per session keeps it here instead.
+  server.setRequestHandler(SetLevelRequestSchema, async (req) => {
+    level = req.params.level;
+    return {};
+  });
+  const session = {
+    canElicit: () => canElicitForm(server.getClientCapabilities()),
+    logLevel: () => level,
+  };
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [
-      { name: info.name, description: info.description, inputSchema: info.inputSchema as { type: 'object' } },
-    ],
+    tools: [...toolsOf(await served.list()).values()].map(({ info }) => ({
+      name: info.name,
+      description: info.description,
+      inputSchema: info.inputSchema as { type: 'object' },
+    })),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
-    if (req.params.name !== info.name)
+    const tools = toolsOf(await served.list());
+    const tool = tools.get(req.params.name);
+    if (!tool)
       return {
-        content: [{ type: 'text', text: `unknown tool ${req.params.name}; this server has ${info.name}` }],
+        content: [
+          {
+            type: 'text',
+            text: `unknown tool ${req.params.name}; this server has ${[...tools.keys()].join(', ') || 'no tools'}`,
+          },
+        ],
         isError: true,
       };
+    const { flow, info } = tool;
     const args = (req.params.arguments ?? {}) as Record<string, unknown>;
     const check = checkAgainstSchema(info.inputSchema, args);
     if (!check.valid)
@@ -107,53 +140,52 @@ export function createFlowMcpServer(flow: Flow, o: FlowServerOptions): Server {
         content: [{ type: 'text', text: `invalid arguments: ${check.errors.join('; ')}` }],
         isError: true,
       };
-    const input = info.plainInput ? String(args.input ?? '') : args;
-    const token = req.params._meta?.progressToken;
-    let step = 0;
-    const base = o.runOptions();
-    const handle = o.runFlow(flow, input, {
-      ...base,
-      signal: base.signal ? AbortSignal.any([base.signal, extra.signal]) : extra.signal,
-      onEvent: (e) => {
-        base.onEvent?.(e);
-        if (token === undefined || e.parentRunId) return;
-        const line = progressLine(e);
-        if (!line) return;
-        step++;
-        void extra
-          .sendNotification({
-            method: 'notifications/progress',
-            params: { progressToken: token, progress: step, message: line },
-          })
-          .catch(() => {});
-      },
-    });
+    let out: Awaited<ReturnType<typeof callServedFlow>>;
     try {
-      const result = await handle.result;
-      o.onRunEnd?.(result);
-      if (result.status === 'completed') {
-        const out = result.output;
-        return {
-          content: [{ type: 'text', text: typeof out === 'string' ? out : JSON.stringify(out, null, 2) }],
-          ...(out && typeof out === 'object' && !Array.isArray(out)
-            ? { structuredContent: out as Record<string, unknown> }
-            : {}),
-        };
-      }
+      out = await callServedFlow({
+        flow,
+        input: info.plainInput ? String(args.input ?? '') : args,
+        progressToken: req.params._meta?.progressToken,
+        extra,
+        session,
+        start: served.start,
+      });
+    } catch (e) {
       return {
-        content: [
-          {
-            type: 'text',
-            text: `run ${result.status}${result.error ? `: ${result.error.code}: ${result.error.message}` : ''}`,
-          },
-        ],
+        content: [{ type: 'text', text: `the run could not start: ${(e as Error).message}` }],
         isError: true,
       };
-    } finally {
-      await o.afterRun?.(handle.runId).catch(() => {});
     }
+    served.onRunEnd?.(out.run);
+    return out.result;
   });
   return server;
+}
+
+/** The one-flow server of `switchboard mcp FLOW`: runs in this process, through the engine. */
+export function createFlowMcpServer(flow: Flow, o: FlowServerOptions): Server {
+  const info = flowToolInfo(flow);
+  const start: StartServedRun = async (f, input, hooks) => {
+    const base = o.runOptions();
+    const handle = o.runFlow(f, input, {
+      ...base,
+      // A person is asked through the client (elicitation) or the call fails by name.
+      humanInput: 'wait',
+      signal: base.signal ? AbortSignal.any([base.signal, hooks.signal]) : hooks.signal,
+      onEvent: (e) => {
+        base.onEvent?.(e);
+        hooks.onEvent(e);
+      },
+    });
+    const result = handle.result.finally(() => o.afterRun?.(handle.runId).catch(() => {}));
+    return { runId: handle.runId, send: (cmd) => handle.send(cmd), result };
+  };
+  return createFlowsMcpServer({
+    name: `switchboard-${info.name}`,
+    list: async () => [flow],
+    start,
+    ...(o.onRunEnd ? { onRunEnd: o.onRunEnd } : {}),
+  });
 }
 
 const MAX_BODY = 4 * 1024 * 1024;

@@ -23,6 +23,7 @@ import { installGuard } from './guard.js';
 import { installJsonParser } from './json-body.js';
 import { BODY_LIMIT, DEFAULT_MAX_RUNS, defaultMaxRuns, MAX_PARAM_LENGTH, WS_MAX_PAYLOAD } from './limits.js';
 import { withRedaction } from './log-redaction.js';
+import { RunWatchers, registerMcpRoute } from './mcp-route.js';
 import { collectRoutes } from './openapi.js';
 import { RoomPersistence } from './room-persistence.js';
 import { RoomStates } from './room-states.js';
@@ -106,6 +107,8 @@ export interface ServerOptions {
   secretsConfig?: string;
   /** `--allow-secret NAME=HOST[,HOST]` values. */
   allowSecrets?: string[];
+  /** MCP sessions of `/mcp` kept at once (default 256; the least recently used is closed past it). */
+  mcpSessions?: number;
 }
 
 export interface SwitchboardServer {
@@ -267,15 +270,22 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   // Run events go to the hub once durable, so a client sees nothing that is not stored; to
   // provisional clients also once written (they learn of durability after).
   let hub!: EventHub;
+  const watchers = new RunWatchers();
   const runs = new RunManager({
     outbound,
     secrets,
     ...options.runs,
     tools,
     store,
-    publish: (runId: string, events: RunEvent[], lines?: LogLine[]) => hub.publish(runId, events, lines),
-    publishWritten: (runId: string, events: RunEvent[], lines: LogLine[]) =>
-      hub.publishWritten(runId, events, lines),
+    publish: (runId: string, events: RunEvent[], lines?: LogLine[]) => {
+      watchers.publish(runId, events);
+      return hub.publish(runId, events, lines);
+    },
+    // `/mcp` calls follow their runs as provisional clients do: progress is not an acknowledgement.
+    publishWritten: (runId: string, events: RunEvent[], lines: LogLine[]) => {
+      watchers.publish(runId, events);
+      return hub.publishWritten(runId, events, lines);
+    },
     logger: app.log,
   });
   hub = new EventHub(
@@ -335,6 +345,15 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   );
   registerRunRoutes(app, store, runs, (id) => roomStore.settle(id), { maxRuns });
   registerCassetteRoute(app, store);
+  const mcp = registerMcpRoute(app, {
+    store,
+    runs,
+    records,
+    watchers,
+    settleFlow: (id) => roomStore.settle(id),
+    origins: () => origins,
+    ...(options.mcpSessions ? { maxSessions: options.mcpSessions } : {}),
+  });
   app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
     hub.attach(socket);
   });
@@ -411,6 +430,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
         }
       };
       hub.closeAll();
+      await step(() => mcp.close());
       // Before the store closes: what the editors changed last is saved.
       await step(() => rooms.closeAll());
       await step(() => runs.detachAll());

@@ -359,6 +359,7 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
           const r = await conn.callTool(tool.name, args ?? {}, {
             signal: AbortSignal.any([o.signal, run.ctx.signal]),
             timeoutMs,
+            ...(o.elicit ? { elicit: o.elicit } : {}),
             ...(o.onLog
               ? {
                   onProgress: (p: { progress: number; total?: number; message?: string }) =>

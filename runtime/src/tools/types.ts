@@ -10,11 +10,23 @@ export interface ToolResult {
   structured?: unknown;
 }
 
+/** A server's `elicitation/create` (form mode) during a call, and the answer the run gives. */
+export interface ElicitationAsk {
+  message: string;
+  requestedSchema: Record<string, unknown>;
+}
+export interface ElicitationAnswer {
+  action: 'accept' | 'decline' | 'cancel';
+  content?: Record<string, string | number | boolean | string[]>;
+}
+
 export interface ToolCallOptions {
   signal: AbortSignal;
   timeoutMs?: number;
   /** Progress or log lines from the tool (e.g. a stdio server's stderr). */
   onLog?: (text: string) => void;
+  /** Answers the server's elicitation requests made during this call (absent: declined). */
+  elicit?: (ask: ElicitationAsk) => Promise<ElicitationAnswer>;
 }
 
 export interface ToolHandle {

@@ -74,7 +74,6 @@ export function registerMcp(program: Command, ctx: CliContext): void {
       runFlow,
       runOptions: () => ({
         baseDir,
-        humanInput: 'fail' as const,
         tools: host,
         outbound: policy.outbound,
         secrets: policy.secrets,

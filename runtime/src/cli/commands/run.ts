@@ -33,6 +33,7 @@ export interface RunCliOptions extends OperatorFlags {
   from?: string;
   at?: string;
   data?: string;
+  elicitation?: string;
 }
 
 const EVENT_MODES = ['pretty', 'jsonl', 'none'] as const;
@@ -247,6 +248,13 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   options.outbound = policy.outbound;
   options.secrets = policy.secrets;
   if (answers) options.answers = answers;
+  if (opts.elicitation !== undefined) {
+    if (opts.elicitation !== 'decline' && opts.elicitation !== 'accept-defaults')
+      throw new UsageError(
+        `--elicitation must be decline or accept-defaults, not ${JSON.stringify(opts.elicitation).slice(0, 60)}`,
+      );
+    options.elicitation = opts.elicitation;
+  }
   const usesTools =
     flow.nodes.some((n) => n.kind === 'tool') || flow.nodes.some((n) => n.config.backend !== undefined);
   let shutdown: (() => Promise<void>) | undefined;
@@ -387,6 +395,10 @@ export function registerRun(program: Command, ctx: CliContext): void {
       "stop the run once its models' cost (priced by each model's `pricing`) exceeds this",
     )
     .option('--max-tokens <n>', 'stop the run once it has used more tokens than this')
+    .option(
+      '--elicitation <policy>',
+      'what an MCP server asking through elicitation gets: decline (default) or accept-defaults',
+    )
     .option('--record <file>', 'write a cassette: every model request and reply, every tool call and result')
     .option('--from <run-id>', 'fork a stored run: its recorded state up to --at, live from there')
     .option('--at <node[:turn]>', 'with --from: the node (and its turn, from 1) where the fork goes live')

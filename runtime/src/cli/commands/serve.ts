@@ -164,8 +164,9 @@ export function registerServe(program: Command, ctx: CliContext): void {
     // takes the token from this address, keeps it and removes it from the address bar.
     if (server.editorRoutes.size > 0) ctx.out(`switchboard: open the editor at ${editor}\n`);
     else ctx.out('switchboard: the editor is not built (pnpm build); serving the API only\n');
+    ctx.out(`switchboard: stored flows are MCP tools at ${url}/mcp (streamable HTTP)\n`);
     if (server.tokenRequired)
-      ctx.out('switchboard: API clients send Authorization: Bearer $SWITCHBOARD_TOKEN\n');
+      ctx.out('switchboard: API clients send Authorization: Bearer $SWITCHBOARD_TOKEN (MCP clients too)\n');
     if (r.resumed.length + r.interrupted.length > 0)
       ctx.out(
         `switchboard: recovered runs: ${r.resumed.length} resumed, ${r.interrupted.length} interrupted\n`,
