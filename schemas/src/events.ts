@@ -137,6 +137,8 @@ export const EventSchemas = [
         name: Type.String(),
         h: Type.String(),
         schema: Type.Optional(Type.Unknown()),
+        /** Structured outputs asked for (the provider may not answer outside the schema). */
+        strict: Type.Optional(Type.Boolean()),
       }),
     ),
     /** The messages sent, in order; runs of messages an earlier request sent too are references. */

@@ -48,7 +48,7 @@ export interface ResolvedRequest {
   params?: Record<string, unknown>;
   messages: ResolvedMessage[];
   tools?: Array<{ name: string; description?: string; parameters?: unknown }>;
-  responseFormat?: { type: 'json_schema'; name: string; schema?: unknown };
+  responseFormat?: { type: 'json_schema'; name: string; schema?: unknown; strict?: boolean };
   redacted?: string[];
 }
 
@@ -151,8 +151,12 @@ export class RequestResolver {
       const f = e.responseFormat;
       if (f.schema !== undefined && !this.specs.has(f.h)) this.specs.set(f.h, { schema: f.schema });
       const schema = this.specs.get(f.h)?.schema;
-      r.responseFormat =
-        schema === undefined ? { type: f.type, name: f.name } : { type: f.type, name: f.name, schema };
+      r.responseFormat = {
+        type: f.type,
+        name: f.name,
+        ...(schema === undefined ? {} : { schema }),
+        ...(f.strict === undefined ? {} : { strict: f.strict }),
+      };
     }
     return r;
   }

@@ -279,8 +279,11 @@ describe('a served flow logs (logging/setLevel)', { timeout: 120_000 }, () => {
 
     const error = await logsOf(client, 'error');
     expect(error.logs).toEqual([]);
-    // The log level does not touch progress.
-    expect(error.progress.map((p) => p.message)).toContain('node.completed writer');
+    // The log level does not touch progress. (Not the last node's completion: under load its
+    // progress line can trail the result, which the client then drops; a known gap.)
+    expect(error.progress.map((p) => p.message)).toContain(
+      'tool.called writer: kb__initialize_document_context',
+    );
   });
 
   it('over stdio: a failing node is logged at error', async () => {

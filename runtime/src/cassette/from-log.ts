@@ -97,6 +97,7 @@ export function canonicalFromLog(flow: Flow, r: ResolvedRequest): CanonicalReque
     req.jsonSchema = {
       name: r.responseFormat.name,
       schema: (r.responseFormat.schema ?? {}) as Record<string, unknown>,
+      ...(r.responseFormat.strict === undefined ? {} : { strict: r.responseFormat.strict }),
     };
   return canonicalRequest(r.model, config, req);
 }

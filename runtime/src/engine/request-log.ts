@@ -100,6 +100,7 @@ export class RequestRecorder {
       const text = JSON.stringify(call.jsonSchema.schema);
       const h = hash(text);
       const f: Record<string, unknown> = { type: 'json_schema', name: call.jsonSchema.name, h };
+      if (call.jsonSchema.strict !== undefined) f.strict = call.jsonSchema.strict;
       if (!this.specs.has(h)) {
         this.specs.add(h);
         f.schema = call.jsonSchema.schema;

@@ -44,6 +44,15 @@ export interface CallSession {
 
 export type CallExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
+const FINAL_EVENTS: ReadonlySet<string> = new Set([
+  'run.completed',
+  'run.failed',
+  'run.cancelled',
+  'run.interrupted',
+]);
+/** How long a settled result waits for the run's final event before it goes out anyway. */
+const END_WAIT_MS = 2_000;
+
 /** One short line per run event worth showing as progress, naming the node it happened on. */
 export function progressLine(e: RunEvent): string | undefined {
   const on = e.nodeId ? ` ${e.nodeId}` : '';
@@ -137,7 +146,14 @@ export async function callServedFlow(p: {
     run?.send({ type: 'answer', nodeId: h.nodeId, answer: a.answer });
   };
 
+  // The run's result can settle before its last events reach `onEvent` (they are delivered in
+  // batches): the result waits for the run's own final event, so no progress trails it.
+  let seenEnd: () => void = () => {};
+  const ended = new Promise<void>((res) => {
+    seenEnd = res;
+  });
   const handle = (e: RunEvent) => {
+    if (!e.parentRunId && FINAL_EVENTS.has(e.type)) seenEnd();
     if (p.progressToken !== undefined && !e.parentRunId) {
       const line = progressLine(e);
       if (line) {
@@ -168,6 +184,9 @@ export async function callServedFlow(p: {
   for (const e of early.splice(0)) handle(e);
   try {
     const r = await run.result;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([ended, new Promise<void>((res) => (timer = setTimeout(res, END_WAIT_MS)))]);
+    clearTimeout(timer);
     await Promise.all([...sending]);
     return { result: toolResultOf(r), run: r };
   } finally {
