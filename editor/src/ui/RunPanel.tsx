@@ -258,7 +258,12 @@ function LivePanel({ runs }: { runs: RunSession }) {
   const { store } = useEditor();
   useDocVersion(store);
   const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
-  const [open, setOpen] = useState(true);
+  // Collapsed to its bar until there is a run to show; a run started here or elsewhere opens it.
+  const [open, setOpen] = useState(false);
+  const shownRun = snap.view.runId;
+  useEffect(() => {
+    if (shownRun) setOpen(true);
+  }, [shownRun]);
   const [pace, setPace] = useState(300);
   const examples = examplesOf(store);
   const flowId = String(store.meta('id') ?? '');
