@@ -4,8 +4,9 @@
  * (measured from the rendered title box and the viewport transform), a flow larger than the
  * screen is centred on its start node, the canvas gets at least 70 % of a 1440×900 window with
  * nothing selected and no run shown, the minimap does not cover the start node and the run bar is
- * one row. Then the palette's search, its visible descriptions and click-to-add, and a `.json`
- * file dropped on the canvas (a good one opens, a bad one shows the problems).
+ * one row. Then the palette's search, its visible descriptions and click-to-add, a `.json`
+ * file dropped on the canvas (a good one opens, a bad one shows the problems), and the context
+ * menu on nodes and edges, by mouse and by keyboard.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -47,8 +48,12 @@ afterEach(async (ctx) => {
   context = undefined;
 });
 
-async function open(path: string, viewport = SIZES[0]!): Promise<{ page: Page; errors: string[] }> {
-  context = await browser.newContext({ viewport });
+async function open(
+  path: string,
+  viewport = SIZES[0]!,
+  permissions: string[] = [],
+): Promise<{ page: Page; errors: string[] }> {
+  context = await browser.newContext({ viewport, permissions });
   const page = await context.newPage();
   const errors = watchErrors(page);
   await page.goto(`${server.url}/${path}`);
@@ -282,5 +287,71 @@ describe('palette and file drop', { timeout: 120_000 }, () => {
     await expect.poll(() => page.getByTestId('problem-count').getAttribute('data-errors')).not.toBe('0');
     const texts = await page.getByTestId('problem').allTextContents();
     expect(texts.join('\n')).toMatch(/nowhere|e1/);
+  });
+});
+
+describe('context menu on nodes and edges', { timeout: 120_000 }, () => {
+  it('breakpoint, copy as JSON, duplicate and delete on a node; copy and delete on an edge', async () => {
+    const { page, errors } = await open('?flow=support-triage', SIZES[0], [
+      'clipboard-read',
+      'clipboard-write',
+    ]);
+    await page
+      .locator('[data-testid="presence"][data-room="support-triage"][data-status="live"]')
+      .waitFor(WAIT);
+    const menu = page.getByTestId('context-menu');
+    const nodes = page.locator('.react-flow__node');
+    const count = await nodes.count();
+    const focused = () => page.evaluate(() => document.activeElement?.getAttribute('data-testid'));
+    const clipboard = async () => JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+
+    // By keyboard: the menu takes focus, arrows move, Enter runs the item.
+    await page.getByTestId('node-triage').click({ button: 'right' });
+    await menu.waitFor();
+    expect(await menu.getAttribute('data-target')).toBe('triage');
+    expect(await focused()).toBe('menu-duplicate');
+    await page.keyboard.press('ArrowDown');
+    expect(await focused()).toBe('menu-breakpoint');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByTestId('node-triage').getAttribute('data-breakpoint')).toBe('true');
+    expect(await menu.count()).toBe(0);
+    await page.getByTestId('node-triage').click({ button: 'right' });
+    expect(await page.getByTestId('menu-breakpoint').textContent()).toBe('Remove breakpoint');
+    await page.keyboard.press('Escape');
+    expect(await menu.count()).toBe(0);
+
+    // Copy as JSON: a fragment that pastes back.
+    await page.getByTestId('node-triage').click({ button: 'right' });
+    await page.getByTestId('menu-copy-json').click();
+    await expect.poll(async () => (await clipboard()).nodes?.[0]?.id).toBe('triage');
+    expect((await clipboard()).switchboardFragment).toBe(1);
+
+    // An edge: copy as JSON, then delete.
+    const edges = page.locator('.react-flow__edge');
+    const before = await edges.count();
+    // start → triage, a straight line in view.
+    const edgeId = 'begin';
+    const a = (await page.getByTestId('handle-start-out').boundingBox())!;
+    const b = (await page.getByTestId('handle-triage-in').boundingBox())!;
+    const onEdge = { x: (a.x + a.width / 2 + b.x) / 2, y: a.y + a.height / 2 };
+    const rightClickEdge = () => page.mouse.click(onEdge.x, onEdge.y, { button: 'right' });
+    await rightClickEdge();
+    await menu.waitFor();
+    expect(await menu.getAttribute('data-target')).toBe(edgeId);
+    await page.getByTestId('menu-copy-json').click();
+    await expect.poll(async () => (await clipboard()).id).toBe(edgeId);
+    await rightClickEdge();
+    await page.getByTestId('menu-delete').click();
+    await expect.poll(() => edges.count()).toBe(before - 1);
+    // Duplicate adds one node; delete removes the original and its edges.
+    await page.getByTestId('node-triage').click({ button: 'right' });
+    await page.getByTestId('menu-duplicate').click();
+    await expect.poll(() => nodes.count()).toBe(count + 1);
+    await page.getByTestId('node-triage').click({ button: 'right' });
+    await page.getByTestId('menu-delete').click();
+    await expect.poll(() => page.getByTestId('node-triage').count()).toBe(0);
+    expect(await page.locator('[data-testid="rf__edge-to-billing"]').count()).toBe(0);
+
+    expect(errors).toEqual([]);
   });
 });

@@ -16,6 +16,7 @@ import {
 import { type DragEvent, useCallback, useEffect, useRef, useState, useSyncExternalStore } from 'react';
 import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { openText } from './actions.js';
+import { ContextMenu, type MenuTarget } from './ContextMenu.js';
 import { useEditor } from './context.js';
 import { edgeTypes } from './edges.js';
 import { nodeTypes } from './nodes.js';
@@ -62,6 +63,27 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
   const box = useRef<HTMLDivElement>(null);
   const [showMap, setShowMap] = useState(true);
   const [corner, setCorner] = useState<MinimapCorner>('bottom-right');
+  const [menu, setMenu] = useState<MenuTarget | undefined>();
+  const closeMenu = useCallback(() => setMenu(undefined), []);
+  const openMenu = useCallback(
+    (
+      kind: MenuTarget['kind'],
+      id: string,
+      e: { clientX: number; clientY: number; preventDefault(): void },
+    ) => {
+      e.preventDefault();
+      const b = box.current?.getBoundingClientRect();
+      if (!b) return;
+      // Kept inside the canvas, so that no item opens out of reach.
+      setMenu({
+        kind,
+        id,
+        x: Math.max(0, Math.min(e.clientX - b.left, b.width - 180)),
+        y: Math.max(0, Math.min(e.clientY - b.top, b.height - 150)),
+      });
+    },
+    [],
+  );
   // A flow that was just opened (the first one included) is fitted into view once its nodes have
   // been measured, at a zoom where its titles stay readable.
   const fitPending = useRef(true);
@@ -153,7 +175,6 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
         }}
         isValidConnection={(c) => store.judge(c.source, c.sourceHandle, c.target, c.targetHandle).ok}
         onConnectEnd={onConnectEnd}
-        onMoveStart={onMoveStart}
         onMoveEnd={onMoveEnd}
         onInit={(inst) => onMoveEnd(null, inst.getViewport())}
         onDragOver={(e) => {
@@ -162,6 +183,16 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
         }}
         onDrop={onDrop}
         onNodeDragStop={(_e, _n, dragged) => store.commitDrag(dragged.map((d) => d.id))}
+        onNodeContextMenu={(e, n) => openMenu('node', n.id, e)}
+        onEdgeContextMenu={(e, edge) => openMenu('edge', edge.id, e)}
+        onPaneContextMenu={(e) => {
+          e.preventDefault();
+          closeMenu();
+        }}
+        onMoveStart={() => {
+          onMoveStart();
+          closeMenu();
+        }}
         deleteKeyCode={null}
         selectionKeyCode="Shift"
         multiSelectionKeyCode={['Meta', 'Control']}
@@ -205,6 +236,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
         <ConnectionHint />
         <PresenceLayer />
       </ReactFlow>
+      {menu && <ContextMenu target={menu} onClose={closeMenu} />}
     </div>
   );
 }
