@@ -319,6 +319,18 @@ describe('context menu on nodes and edges', { timeout: 120_000 }, () => {
     expect(await page.getByTestId('menu-breakpoint').textContent()).toBe('Remove breakpoint');
     await page.keyboard.press('Escape');
     expect(await menu.count()).toBe(0);
+    // Shift+F10 on a focused node opens its menu beside it.
+    await page.locator('.react-flow__node[data-id="start"]').focus();
+    await page.keyboard.press('Shift+F10');
+    await menu.waitFor();
+    expect(await menu.getAttribute('data-target')).toBe('start');
+    const startBox = (await page.getByTestId('node-start').boundingBox())!;
+    const menuBox = (await menu.boundingBox())!;
+    expect(menuBox.x).toBeGreaterThanOrEqual(startBox.x - 40);
+    expect(menuBox.x).toBeLessThanOrEqual(startBox.x + startBox.width);
+    expect(Math.abs(menuBox.y - (startBox.y + startBox.height / 2))).toBeLessThan(startBox.height);
+    await page.keyboard.press('Escape');
+    expect(await menu.count()).toBe(0);
 
     // Copy as JSON: a fragment that pastes back.
     await page.getByTestId('node-triage').click({ button: 'right' });

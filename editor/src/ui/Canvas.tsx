@@ -69,17 +69,25 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
     (
       kind: MenuTarget['kind'],
       id: string,
-      e: { clientX: number; clientY: number; preventDefault(): void },
+      e: { clientX: number; clientY: number; target: EventTarget; preventDefault(): void },
     ) => {
       e.preventDefault();
       const b = box.current?.getBoundingClientRect();
       if (!b) return;
+      // From the keyboard (Shift+F10, the menu key) there is no pointer: open at the element.
+      let at = { x: e.clientX, y: e.clientY };
+      if (at.x === 0 && at.y === 0) {
+        const r = (e.target as Element)
+          .closest?.('.react-flow__node, .react-flow__edge')
+          ?.getBoundingClientRect();
+        if (r) at = { x: r.left + 8, y: r.bottom };
+      }
       // Kept inside the canvas, so that no item opens out of reach.
       setMenu({
         kind,
         id,
-        x: Math.max(0, Math.min(e.clientX - b.left, b.width - 180)),
-        y: Math.max(0, Math.min(e.clientY - b.top, b.height - 150)),
+        x: Math.max(0, Math.min(at.x - b.left, b.width - 180)),
+        y: Math.max(0, Math.min(at.y - b.top, b.height - 150)),
       });
     },
     [],
