@@ -184,6 +184,22 @@ describe('legible on open, room for the canvas', { timeout: 120_000 }, () => {
     const again = await measure(page);
     expect(again.zoom).toBeCloseTo(first.zoom, 3);
     expect(again.titlePx).toBeGreaterThanOrEqual(11);
+    // Shift+F shows the whole flow, however small; F returns to the readable view.
+    await page.locator('.react-flow__pane').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('Shift+F');
+    await expect.poll(async () => (await measure(page)).zoom).toBeLessThan(0.92);
+    const all = await page.evaluate(() => {
+      const c = document.querySelector('[data-testid="canvas"]')!.getBoundingClientRect();
+      return Array.from(document.querySelectorAll('.react-flow__node')).every((n) => {
+        const r = n.getBoundingClientRect();
+        return (
+          r.left >= c.left - 1 && r.top >= c.top - 1 && r.right <= c.right + 1 && r.bottom <= c.bottom + 1
+        );
+      });
+    });
+    expect(all).toBe(true);
+    await page.keyboard.press('f');
+    await expect.poll(async () => (await measure(page)).zoom).toBeCloseTo(first.zoom, 3);
   });
 
   it('selecting a node opens the inspector; the flow settings open from the rail', async () => {

@@ -222,6 +222,7 @@ function Shortcuts({ open, dialog }: { open(d: DialogName): void; dialog: Dialog
       } else if (mod && key === 'e') exportFile(services);
       else if (mod && e.shiftKey && key === 'l') void layout(services);
       else if (!mod && (e.key === 'Delete' || e.key === 'Backspace')) store.deleteSelection();
+      else if (!mod && key === 'f' && e.shiftKey) void rf.fitView({ duration: 200 });
       else if (!mod && key === 'f') void fitLegibly(rf, 200);
       else if (!mod && e.key === '?') open('help');
       else if (e.key === 'Escape') store.select({});

@@ -232,6 +232,14 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
             ⤢
           </ControlButton>
           <ControlButton
+            onClick={() => void rf.fitView({ duration: 200 })}
+            title="Show the whole flow, however small (Shift+F)"
+            aria-label="Show the whole flow"
+            data-testid="ctl-fit-all"
+          >
+            ⛶
+          </ControlButton>
+          <ControlButton
             onClick={() => setShowMap(!showMap)}
             title={showMap ? 'Hide the minimap' : 'Show the minimap'}
             aria-label={showMap ? 'Hide the minimap' : 'Show the minimap'}

@@ -161,6 +161,7 @@ export const SHORTCUTS: Array<[string, string]> = [
   ['Ctrl/⌘ E', 'Export the flow as a file'],
   ['Ctrl/⌘ Shift L', 'Auto-layout'],
   ['F', 'Fit the flow in view at a readable zoom (large flows: centred on the start node)'],
+  ['Shift F', 'Show the whole flow, however small'],
   ['Right-click, Shift F10', 'Menu of a node or edge: duplicate, breakpoint, copy as JSON, delete'],
   ['Drop a .json file on the canvas', 'Open it as the flow (checked by the validator)'],
   ['Shift + drag', 'Select with a box'],
