@@ -15,6 +15,7 @@ import {
   centre,
   launch,
   mouseDrag,
+  openFlowSettings,
   ROOT,
   requireBuild,
   serveStatic,
@@ -109,6 +110,12 @@ async function dropKind(page: Page, kind: string, at: { x: number; y: number }):
 describe('editor in Chromium', { timeout: 120_000 }, () => {
   it('as a new user: a team of two agents between start and end, a prompt, a model, export', async () => {
     const { page, errors } = await open();
+    // The flow settings stay open beside the canvas for the whole test; in a window this wide the
+    // blank flow still fits whole at a readable zoom next to them.
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await openFlowSettings(page);
+    await page.getByTestId('btn-fit').click();
+    await page.waitForTimeout(400);
     await page.getByTestId('flow-name').fill('My first team');
     const start = (await page.getByTestId('node-start').boundingBox())!;
     const end = (await page.getByTestId('node-end').boundingBox())!;
@@ -284,6 +291,9 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
     await page.getByTestId('palette-agent').focus();
     await page.keyboard.press('Enter');
     await page.getByTestId('node-agent1').waitFor();
+    // Nothing selected: the inspector folds away and the end node is in view again.
+    await page.keyboard.press('Escape');
+    await page.locator('[data-testid="side-panel"][data-open="false"]').waitFor();
     const before = await page.evaluate(() =>
       (window as never as { __SB__: { serialize(): string } }).__SB__.serialize(),
     );
@@ -372,6 +382,7 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
 
   it('unsaved work survives a reload', async () => {
     const { page } = await open();
+    await openFlowSettings(page);
     await page.getByTestId('flow-name').fill('Kept across reloads');
     await page.getByTestId('palette-human').focus();
     await page.keyboard.press('Enter');
@@ -380,6 +391,7 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
     await page.waitForTimeout(600); // the autosave runs shortly after the last edit
     await page.reload();
     await page.getByTestId('node-human1').waitFor();
+    await openFlowSettings(page);
     expect(await page.getByTestId('flow-name').inputValue()).toBe('Kept across reloads');
   });
 

@@ -185,3 +185,14 @@ export function browserTests(name: string) {
     },
   };
 }
+
+/**
+ * Shows the flow's settings (name, id, models, servers). With nothing selected the side panel is a
+ * narrow rail so that the canvas gets the room; its button opens the settings, which stay open.
+ */
+export async function openFlowSettings(page: Page): Promise<void> {
+  if (await page.getByTestId('flow-settings').isVisible()) return;
+  if ((await page.getByTestId('btn-flow-settings').count()) === 0) await page.keyboard.press('Escape');
+  await page.getByTestId('btn-flow-settings').click();
+  await page.getByTestId('flow-settings').waitFor(WAIT);
+}

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { browserTests, ROOT, WAIT } from './harness.js';
+import { browserTests, openFlowSettings, ROOT, WAIT } from './harness.js';
 
 const TRIAGE = JSON.parse(readFileSync(join(ROOT, 'flows', 'support-triage.json'), 'utf8')) as Flow;
 
@@ -55,6 +55,7 @@ describe('flow lifecycle in the editor', { timeout: 180_000 }, () => {
     const bob = await person(`/?flow=${id}`);
     await nameMyself(bob.page, 'Bob');
     await inRoom(ada.page, id, 2);
+    await openFlowSettings(bob.page);
     await bob.page.getByTestId('flow-name').fill('Triage, as Bob left it');
     await expect.poll(() => stored(id)?.flow.name, WAIT).toBe('Triage, as Bob left it');
     expect(stored(id)!.updatedBy).toBe('Bob');
@@ -110,6 +111,7 @@ describe('flow lifecycle in the editor', { timeout: 180_000 }, () => {
     await first.waitFor(WAIT);
     const a = (await first.getAttribute('data-room'))!;
     expect(flowParam(ada.page)).toBe(a);
+    await openFlowSettings(ada.page);
     await ada.page.getByTestId('flow-name').fill('Edited copy');
     await expect.poll(() => stored(a)?.flow.name, WAIT).toBe('Edited copy');
 
@@ -153,6 +155,7 @@ describe('flow lifecycle in the editor', { timeout: 180_000 }, () => {
     await inRoom(ada.page, 'triage-v2');
     expect(flowParam(ada.page)).toBe('triage-v2');
     // Later edits reach the copy without pressing Save; the original is untouched.
+    await openFlowSettings(ada.page);
     await ada.page.getByTestId('flow-name').fill('Version two');
     await expect.poll(() => stored('triage-v2')?.flow.name, WAIT).toBe('Version two');
     expect(stored(id)!.flow.name).toBe(TRIAGE.name);

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { artifact, browserTests, ROOT, serveStatic, WAIT } from './harness.js';
+import { artifact, browserTests, openFlowSettings, ROOT, serveStatic, WAIT } from './harness.js';
 
 const TRIAGE = JSON.parse(readFileSync(join(ROOT, 'flows', 'support-triage.json'), 'utf8')) as Flow;
 const EXAMPLE = (TRIAGE.metadata as { examples: Array<{ input: string }> }).examples[0]!.input;
@@ -267,6 +267,7 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
     await inRoom(ada.page, room, 2);
 
     // Ada renames the flow; Bob sees it.
+    await openFlowSettings(ada.page);
     await ada.page.getByTestId('flow-name').fill('Support triage, reviewed by Ada');
     await expect
       .poll(() => bob.page.getByTestId('flow-title').textContent(), WAIT)
@@ -309,6 +310,8 @@ describe('a renamed flow', { timeout: 180_000 }, () => {
     await inRoom(ada.page, 'support-triage');
     const bob = await person('/?flow=support-triage');
     await inRoom(bob.page, 'support-triage', 2);
+    await openFlowSettings(ada.page);
+    await openFlowSettings(bob.page);
     await ada.page.getByTestId('flow-id').fill('support-triage-v2');
     await expect.poll(() => bob.page.getByTestId('flow-id').inputValue(), WAIT).toBe('support-triage-v2');
     await ada.page.getByTestId('run-pace').selectOption('1000');

@@ -6,7 +6,7 @@
  */
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { browserTests, WAIT } from './harness.js';
+import { browserTests, openFlowSettings, WAIT } from './harness.js';
 
 /** The server of the running test (its getters), and the people on it. */
 const srv = browserTests('rooms-saved');
@@ -29,6 +29,7 @@ describe('co-edited rooms are saved', { timeout: 180_000 }, () => {
     expect(stored()).toBeUndefined();
 
     // A change is saved by itself, a moment later.
+    await openFlowSettings(ada.page);
     await ada.page.getByTestId('flow-name').fill('Support triage, kept');
     await saveState(ada.page, 'saved');
     expect(stored()?.flow.name).toBe('Support triage, kept');

@@ -18,7 +18,7 @@ import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { artifact, launch, requireBuild, watchErrors } from './harness.js';
+import { artifact, launch, openFlowSettings, requireBuild, watchErrors } from './harness.js';
 
 const CLI = fileURLToPath(new URL('../crash/cli-main.ts', import.meta.url));
 const RUNTIME = fileURLToPath(new URL('../../runtime/', import.meta.url));
@@ -229,6 +229,7 @@ describe('the editor in token mode', { timeout: 240_000 }, () => {
     );
     await presence.waitFor(WAIT);
     const room = (await presence.getAttribute('data-room'))!;
+    await openFlowSettings(page);
     await page.getByTestId('flow-name').fill('Kept across restarts');
     await page.locator('[data-testid="save-state"][data-room-save="saved"]').waitFor(WAIT);
 

@@ -4,6 +4,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore
 import type { CollabSnapshot } from '../collab/collab.js';
 import { roomSaveView } from '../collab/saveState.js';
 import { isFragment } from '../model/clipboard.js';
+import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { copyJson, exportFile, layout, newFlow, openText, saveToServer } from './actions.js';
 import { Canvas } from './Canvas.js';
 import { EditorContext, type EditorServices, type Toast, useDocVersion, useEditor } from './context.js';
@@ -17,6 +18,7 @@ import { Problems } from './Problems.js';
 import { RunPanel } from './RunPanel.js';
 import { StorageBanner } from './StorageBanner.js';
 import { TracePanel } from './TracePanel.js';
+import { fitLegibly } from './viewFit.js';
 
 type Theme = 'light' | 'dark';
 type DialogName = 'gallery' | 'paste' | 'help' | 'save-as' | 'delete' | undefined;
@@ -98,12 +100,19 @@ function SaveState() {
 function Toolbar(props: { theme: Theme; setTheme(t: Theme): void; open(d: DialogName): void }) {
   const services = useEditor();
   const { store, api } = services;
-  const rf = useReactFlow();
+  const rf = useReactFlow<SbNode, SbEdge>();
   const file = useRef<HTMLInputElement>(null);
   useDocVersion(store);
   const name = typeof store.meta('name') === 'string' ? (store.meta('name') as string) : '';
+  // Short labels (full ones in the title and for screen readers): the toolbar stays one row at 1280 px.
   const b = (testid: string, label: string, onClick: () => void, title?: string) => (
-    <button type="button" data-testid={testid} onClick={onClick} title={title ?? label}>
+    <button
+      type="button"
+      data-testid={testid}
+      onClick={onClick}
+      title={title ?? label}
+      aria-label={title && title !== label ? `${label}: ${title}` : undefined}
+    >
       {label}
     </button>
   );
@@ -118,7 +127,12 @@ function Toolbar(props: { theme: Theme; setTheme(t: Theme): void; open(d: Dialog
       <span className="sb-spacer" />
       {b('btn-new', 'New', () => newFlow(services))}
       {b('btn-templates', 'Open…', () => props.open('gallery'), 'Templates and server flows')}
-      {b('btn-import', 'Import file', () => file.current?.click())}
+      {b(
+        'btn-import',
+        'Import',
+        () => file.current?.click(),
+        'Import a flow file (or drop it on the canvas)',
+      )}
       <input
         ref={file}
         type="file"
@@ -132,9 +146,9 @@ function Toolbar(props: { theme: Theme; setTheme(t: Theme): void; open(d: Dialog
           e.target.value = '';
         }}
       />
-      {b('btn-paste-json', 'Paste JSON', () => props.open('paste'))}
+      {b('btn-paste-json', 'Paste', () => props.open('paste'), 'Paste a flow as JSON')}
       {b('btn-export', 'Export', () => exportFile(services), 'Download the flow (Ctrl+E)')}
-      {b('btn-copy-json', 'Copy JSON', () => void copyJson(services))}
+      {b('btn-copy-json', 'Copy JSON', () => void copyJson(services), 'Copy the flow as JSON')}
       {b(
         'btn-save',
         api ? 'Save' : 'Save (offline)',
@@ -151,13 +165,18 @@ function Toolbar(props: { theme: Theme; setTheme(t: Theme): void; open(d: Dialog
       {api &&
         b('btn-delete', 'Delete', () => props.open('delete'), 'Delete this flow on the server, for everyone')}
       <span className="sb-sep" />
-      {b('btn-undo', 'Undo', () => store.undo(), 'Undo (Ctrl+Z)')}
-      {b('btn-redo', 'Redo', () => store.redo(), 'Redo (Ctrl+Shift+Z)')}
-      {b('btn-layout', 'Auto-layout', () => void layout(services).then(() => rf.fitView({ duration: 200 })))}
-      {b('btn-fit', 'Fit', () => rf.fitView({ duration: 200 }), 'Fit view (F)')}
+      {b('btn-undo', '↶', () => store.undo(), 'Undo (Ctrl+Z)')}
+      {b('btn-redo', '↷', () => store.redo(), 'Redo (Ctrl+Shift+Z)')}
+      {b(
+        'btn-layout',
+        'Layout',
+        () => void layout(services).then(() => fitLegibly(rf, 200)),
+        'Auto-layout (Ctrl+Shift+L)',
+      )}
+      {b('btn-fit', 'Fit', () => void fitLegibly(rf, 200), 'Fit at a readable zoom (F)')}
       {b(
         'btn-theme',
-        props.theme === 'dark' ? 'Light' : 'Dark',
+        props.theme === 'dark' ? '☀' : '☾',
         () => props.setTheme(props.theme === 'dark' ? 'light' : 'dark'),
         'Switch theme',
       )}
@@ -169,7 +188,7 @@ function Toolbar(props: { theme: Theme; setTheme(t: Theme): void; open(d: Dialog
 function Shortcuts({ open, dialog }: { open(d: DialogName): void; dialog: DialogName }) {
   const services = useEditor();
   const { store } = services;
-  const rf = useReactFlow();
+  const rf = useReactFlow<SbNode, SbEdge>();
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const mod = e.ctrlKey || e.metaKey;
@@ -203,7 +222,8 @@ function Shortcuts({ open, dialog }: { open(d: DialogName): void; dialog: Dialog
       } else if (mod && key === 'e') exportFile(services);
       else if (mod && e.shiftKey && key === 'l') void layout(services);
       else if (!mod && (e.key === 'Delete' || e.key === 'Backspace')) store.deleteSelection();
-      else if (!mod && key === 'f') rf.fitView({ duration: 200 });
+      else if (!mod && key === 'f' && e.shiftKey) void rf.fitView({ duration: 200 });
+      else if (!mod && key === 'f') void fitLegibly(rf, 200);
       else if (!mod && e.key === '?') open('help');
       else if (e.key === 'Escape') store.select({});
       else return;
@@ -264,6 +284,11 @@ export function App(props: Omit<EditorServices, 'toast'>) {
     };
   }, [store, drafts]);
   const sel = useSyncExternalStore(store.subscribe, store.getSelection);
+  // The side panel shows what is selected; with nothing selected it is a narrow rail that opens
+  // the flow's settings on demand, so that the canvas gets the room.
+  const selected = sel.nodes.length + sel.edges.length > 0;
+  const [settingsOpen, setSettingsOpen] = useState(false);
+  const sideOpen = selected || settingsOpen;
   const [following, setFollowing] = useState<number | undefined>();
   const follow = useMemo<FollowState>(() => ({ following, setFollowing }), [following]);
   return (
@@ -281,13 +306,31 @@ export function App(props: Omit<EditorServices, 'toast'>) {
                 <RunPanel />
               </div>
               <aside
-                className="sb-side"
-                aria-label={sel.nodes.length || sel.edges.length ? 'Inspector' : 'Flow settings'}
+                className={`sb-side${sideOpen ? '' : ' sb-side-collapsed'}`}
+                aria-label={selected ? 'Inspector' : 'Flow settings'}
+                data-testid="side-panel"
+                data-open={sideOpen}
               >
+                {!selected && (
+                  <button
+                    type="button"
+                    className="sb-side-toggle"
+                    data-testid="btn-flow-settings"
+                    aria-expanded={settingsOpen}
+                    title={
+                      settingsOpen
+                        ? 'Hide the flow settings'
+                        : 'Show the flow settings (name, models, servers)'
+                    }
+                    onClick={() => setSettingsOpen(!settingsOpen)}
+                  >
+                    {settingsOpen ? 'Flow settings ▸' : '◂ Flow settings'}
+                  </button>
+                )}
                 {props.runs && sel.nodes.length === 1 && sel.edges.length === 0 && (
                   <TracePanel runs={props.runs} nodeId={sel.nodes[0]!} />
                 )}
-                <Inspector />
+                {sideOpen && <Inspector />}
               </aside>
             </div>
             <Problems />

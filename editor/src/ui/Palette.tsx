@@ -1,10 +1,12 @@
 /**
- * Every registered kind, grouped by category. Drag one onto the canvas, or focus it and press
- * Enter: it is added in view (inside the selected team when one is selected).
+ * Every registered kind, grouped by category, each with its one-line description, and a search
+ * box that narrows them. Drag one onto the canvas, or click it (or focus it and press Enter): it
+ * is added in view (inside the selected team when one is selected). Enter in the search box adds
+ * the first match.
  */
 import type { NodeKindDefinition } from '@switchboard/nodes';
 import { useReactFlow } from '@xyflow/react';
-import { useRef } from 'react';
+import { useId, useRef, useState } from 'react';
 import { KIND_MIME } from './Canvas.js';
 import { useEditor } from './context.js';
 
@@ -16,11 +18,23 @@ const CATEGORIES: Array<[NodeKindDefinition['display']['category'], string]> = [
   ['canvas', 'Canvas'],
 ];
 
+/** Whether a kind matches every word of a search (label, kind, category or description). */
+export function kindMatches(k: NodeKindDefinition, query: string): boolean {
+  const hay = `${k.display.label} ${k.kind} ${k.display.category} ${k.display.description}`.toLowerCase();
+  return query
+    .toLowerCase()
+    .split(/\s+/)
+    .filter(Boolean)
+    .every((w) => hay.includes(w));
+}
+
 export function Palette() {
   const { store, toast } = useEditor();
   const rf = useReactFlow();
   const nth = useRef(0);
-  const kinds = store.registry.list();
+  const [query, setQuery] = useState('');
+  const searchId = useId();
+  const kinds = store.registry.list().filter((k) => kindMatches(k, query));
   const known = new Set(CATEGORIES.map(([c]) => c));
   const groups = [
     ...CATEGORIES.map(([c, title]) => [title, kinds.filter((k) => k.display.category === c)] as const),
@@ -51,6 +65,29 @@ export function Palette() {
 
   return (
     <nav className="sb-palette" aria-label="Node palette" data-testid="palette">
+      <label htmlFor={searchId} className="sb-sr-only">
+        Search node kinds
+      </label>
+      <input
+        id={searchId}
+        type="search"
+        className="sb-palette-search"
+        data-testid="palette-search"
+        placeholder="Search kinds…"
+        value={query}
+        onChange={(e) => setQuery(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && kinds[0]) {
+            e.preventDefault();
+            addByKeyboard(kinds[0].kind);
+          } else if (e.key === 'Escape') setQuery('');
+        }}
+      />
+      {groups.length === 0 && (
+        <p className="sb-help" data-testid="palette-empty">
+          No kind matches “{query}”.
+        </p>
+      )}
       {groups.map(([title, list]) => (
         <section key={title}>
           <h3>{title}</h3>
@@ -74,7 +111,12 @@ export function Palette() {
                   <span className="sb-palette-icon" style={{ color: k.display.color }} aria-hidden>
                     {k.display.icon}
                   </span>
-                  {k.display.label}
+                  <span className="sb-palette-text">
+                    <span className="sb-palette-label">{k.display.label}</span>
+                    <span className="sb-palette-desc" data-testid={`palette-desc-${k.kind}`}>
+                      {k.display.description}
+                    </span>
+                  </span>
                 </button>
               </li>
             ))}

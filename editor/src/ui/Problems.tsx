@@ -1,13 +1,16 @@
 /** The problems list: every error and warning of the validator; a click selects its element. */
 import type { Problem } from '@switchboard/schemas';
 import { useReactFlow } from '@xyflow/react';
-import { useSyncExternalStore } from 'react';
+import { useState, useSyncExternalStore } from 'react';
 import { useEditor } from './context.js';
 
 export function Problems() {
   const { store } = useEditor();
   const rf = useReactFlow();
   const set = useSyncExternalStore(store.subscribeProblems, store.getProblems);
+  // One line unless there are errors to fix or the reader opened the list.
+  const [choice, setChoice] = useState<boolean | undefined>();
+  const open = choice ?? set.errors.length > 0;
   const items: Array<{ p: Problem; sev: 'error' | 'warning' }> = [
     ...set.errors.map((p) => ({ p, sev: 'error' as const })),
     ...set.warnings.map((p) => ({ p, sev: 'warning' as const })),
@@ -27,14 +30,26 @@ export function Problems() {
     } else if (p.edgeId && store.readEdge(p.edgeId)) store.select({ edges: [p.edgeId] });
   };
   return (
-    <section className="sb-problems" aria-label="Problems" data-testid="problems">
+    <section className="sb-problems" aria-label="Problems" data-testid="problems" data-open={open}>
       <h3>
-        Problems{' '}
-        <span data-testid="problem-count" data-errors={set.errors.length} data-warnings={set.warnings.length}>
-          {set.errors.length} errors, {set.warnings.length} warnings
-        </span>
+        <button
+          type="button"
+          className="sb-problems-toggle"
+          data-testid="btn-problems"
+          aria-expanded={open}
+          onClick={() => setChoice(!open)}
+        >
+          {open ? '▾' : '▸'} Problems{' '}
+          <span
+            data-testid="problem-count"
+            data-errors={set.errors.length}
+            data-warnings={set.warnings.length}
+          >
+            {set.errors.length} errors, {set.warnings.length} warnings
+          </span>
+        </button>
       </h3>
-      {items.length === 0 ? (
+      {!open ? null : items.length === 0 ? (
         <p className="sb-help" data-testid="no-problems">
           The flow is valid.
         </p>

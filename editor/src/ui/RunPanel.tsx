@@ -197,7 +197,7 @@ function BreakpointToggle({ runs }: { runs: RunSession }) {
   if (!id)
     return (
       <span className="sb-help" data-testid="breakpoint-hint">
-        Select a node to set a breakpoint
+        Breakpoint: select a node
       </span>
     );
   return (
@@ -258,7 +258,12 @@ function LivePanel({ runs }: { runs: RunSession }) {
   const { store } = useEditor();
   useDocVersion(store);
   const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
-  const [open, setOpen] = useState(true);
+  // Collapsed to its bar until there is a run to show; a run started here or elsewhere opens it.
+  const [open, setOpen] = useState(false);
+  const shownRun = snap.view.runId;
+  useEffect(() => {
+    if (shownRun) setOpen(true);
+  }, [shownRun]);
   const [pace, setPace] = useState(300);
   const examples = examplesOf(store);
   const flowId = String(store.meta('id') ?? '');
@@ -354,28 +359,40 @@ function LivePanel({ runs }: { runs: RunSession }) {
           data-testid="btn-pause"
           disabled={!live || phase === 'paused'}
           onClick={cmd('pause')}
+          title="Pause"
+          aria-label="Pause"
         >
-          Pause
+          ⏸
         </button>
         <button
           type="button"
           data-testid="btn-resume"
           disabled={!live || phase !== 'paused'}
           onClick={cmd('resume')}
+          title="Resume"
+          aria-label="Resume"
         >
-          Resume
+          ⏵
         </button>
         <button
           type="button"
           data-testid="btn-step"
           disabled={!live}
           onClick={cmd('step')}
-          title="One turn, then pause"
+          title="Step: one turn, then pause"
+          aria-label="Step: one turn, then pause"
         >
-          Step
+          ⏭
         </button>
-        <button type="button" data-testid="btn-cancel" disabled={!live} onClick={cmd('cancel')}>
-          Cancel
+        <button
+          type="button"
+          data-testid="btn-cancel"
+          disabled={!live}
+          onClick={cmd('cancel')}
+          title="Cancel the run"
+          aria-label="Cancel the run"
+        >
+          ⏹
         </button>
         <span className="sb-sep" />
         <BreakpointToggle runs={runs} />
