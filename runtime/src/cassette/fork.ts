@@ -12,6 +12,7 @@
  * `cassette_miss`, as a replay does.
  */
 import type { Flow, ModelConfigT } from '@switchboard/schemas';
+import { dict } from '@switchboard/schemas/core';
 import type { RunOptions } from '../engine/types.js';
 import { defaultModelFactory } from '../models/factory.js';
 import type { ModelFactory, ModelProvider } from '../models/types.js';
@@ -94,7 +95,7 @@ export function planFork(parentRunId: string, log: RunLog, at: ForkPoint): ForkP
     );
   const callsBefore = turns[at.turn - 1]!;
   const forkSeq = own[callsBefore]!.seq;
-  const answers: Record<string, string[]> = Object.create(null);
+  const answers = dict<string[]>();
   for (const e of log.events)
     if (e.type === 'input.received' && e.nodeId && !e.parentRunId && e.seq < forkSeq) {
       if (!Object.hasOwn(answers, e.nodeId)) answers[e.nodeId] = [];
@@ -213,7 +214,7 @@ export function forkAnswers(
   plan: ForkPlan,
   more?: Record<string, string | string[]>,
 ): Record<string, string[]> | undefined {
-  const out: Record<string, string[]> = Object.create(null);
+  const out = dict<string[]>();
   for (const [k, v] of Object.entries(plan.answers)) out[k] = [...v];
   for (const [k, v] of Object.entries(more ?? {})) {
     if (!Object.hasOwn(out, k)) out[k] = [];

@@ -1,6 +1,7 @@
 /** Re-executes a cassette's flow (or an edited flow) from the cassette and compares the events. */
 import { tmpdir } from 'node:os';
 import type { Flow, RunEvent } from '@switchboard/schemas';
+import { dict } from '@switchboard/schemas/core';
 import { runFlow } from '../engine/index.js';
 import type { RunOptions, RunResult } from '../engine/types.js';
 import { compareEvents, type EventComparison } from './compare.js';
@@ -31,7 +32,7 @@ export interface ReplayOptions {
 /** The flow with the models the recorded run used, for the names it has. */
 function withModelsAsRun(flow: Flow, asRun: Cassette['modelsAsRun']): Flow {
   if (!asRun) return flow;
-  const models = { ...flow.models };
+  const models = dict(flow.models);
   for (const [name, config] of Object.entries(asRun)) if (Object.hasOwn(models, name)) models[name] = config;
   return { ...flow, models };
 }

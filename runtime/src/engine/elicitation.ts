@@ -3,6 +3,7 @@
  * by the operator's policy: decline, or accept the form's defaults. A form whose required
  * fields do not all have a default cannot be accepted as is and is declined.
  */
+import { dict } from '@switchboard/schemas/core';
 import type { ElicitationAnswer, ElicitationAsk } from '../tools/types.js';
 
 type Value = string | number | boolean | string[];
@@ -28,7 +29,7 @@ export function elicitationFromText(ask: ElicitationAsk, text: string): Elicitat
     try {
       const v = JSON.parse(t) as unknown;
       if (v && typeof v === 'object' && !Array.isArray(v)) {
-        const content: Record<string, Value> = Object.create(null);
+        const content = dict<Value>();
         for (const [k, x] of Object.entries(v)) {
           if (k === '__proto__' || k === 'constructor' || k === 'prototype') return { action: 'decline' };
           if (isValue(x)) content[k] = x;
@@ -44,7 +45,7 @@ export function elicitationFromText(ask: ElicitationAsk, text: string): Elicitat
   if (keys.length !== 1) return { action: 'decline' };
   const key = keys[0]!;
   if (key === '__proto__' || key === 'constructor' || key === 'prototype') return { action: 'decline' };
-  const content: Record<string, Value> = Object.create(null);
+  const content = dict<Value>();
   content[key] = text;
   return { action: 'accept', content };
 }
@@ -57,7 +58,7 @@ export function answerElicitation(
   const props = ask.requestedSchema.properties;
   if (!props || typeof props !== 'object' || Array.isArray(props)) return { action: 'decline' };
   const required = Array.isArray(ask.requestedSchema.required) ? ask.requestedSchema.required : [];
-  const content: Record<string, Value> = Object.create(null);
+  const content = dict<Value>();
   for (const [key, def] of Object.entries(props as Record<string, unknown>)) {
     if (key === '__proto__' || key === 'constructor' || key === 'prototype') return { action: 'decline' };
     const d = (def as { default?: unknown } | null)?.default;

@@ -12,7 +12,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { Flow, DEFAULT_LIMITS as Limits, RunEvent } from '@switchboard/schemas';
+import type { Flow, DEFAULT_LIMITS as Limits, ModelConfigT, RunEvent } from '@switchboard/schemas';
 import { dict, ownValue } from '@switchboard/schemas/core';
 import type { Command } from 'commander';
 import type { RunOptions } from '../../engine/types.js';
@@ -343,12 +343,10 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     const cassette = recorder.cassette(v.flow, input, recorded, result);
     if (flow !== v.flow) {
       // The models as run (the --model overrides), which the run's model.request events describe.
-      cassette.modelsAsRun = Object.create(null) as Record<
-        string,
-        import('@switchboard/schemas').ModelConfigT
-      >;
+      const asRun = dict<ModelConfigT>();
       for (const [name, config] of Object.entries(flow.models))
-        if (config !== v.flow.models[name]) cassette.modelsAsRun[name] = config;
+        if (config !== v.flow.models[name]) asRun[name] = config;
+      cassette.modelsAsRun = asRun;
     }
     await writeCassette(opts.record, cassette);
     ctx.err(
