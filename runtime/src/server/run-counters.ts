@@ -119,3 +119,17 @@ export function applyEvent(rec: RunRecord, ev: RunEvent): boolean {
   }
   return changed && (rec.status === 'paused') !== (before === 'paused');
 }
+
+/**
+ * A run the disk refused stops as `paused` with the storage error (`pausedBy`) unless it had
+ * already ended; says whether it did.
+ */
+export function pauseForStorage(
+  rec: RunRecord,
+  se: { code: string; message: string; path?: string },
+): boolean {
+  if (FINAL.has(rec.status)) return false;
+  rec.status = 'paused';
+  rec.pausedBy = { code: se.code, message: se.message, ...(se.path ? { path: se.path } : {}), at: nowIso() };
+  return true;
+}

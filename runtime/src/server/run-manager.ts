@@ -28,7 +28,15 @@ import type { ToolHost } from '../tools/types.js';
 import { CheckpointPolicy, type SliceOptions } from './checkpoint-policy.js';
 import { type JournalState, journaledTools, journalState } from './journaled-tools.js';
 import { afterPoll } from './loop-turn.js';
-import { applyEvent, FINAL, nowIso, ReplayMarker, recount, zeroCounters } from './run-counters.js';
+import {
+  applyEvent,
+  FINAL,
+  nowIso,
+  pauseForStorage,
+  ReplayMarker,
+  recount,
+  zeroCounters,
+} from './run-counters.js';
 import { RunRecovery } from './run-recovery.js';
 
 export { FINAL };
@@ -442,16 +450,7 @@ export class RunManager {
       `run paused: ${se.message}`,
     );
     a.abort.abort(se);
-    if (!FINAL.has(rec.status)) {
-      rec.status = 'paused';
-      rec.pausedBy = {
-        code: se.code,
-        message: se.message,
-        ...(se.path ? { path: se.path } : {}),
-        at: nowIso(),
-      };
-      rec.updatedAt = rec.pausedBy.at;
-    }
+    if (pauseForStorage(rec, se)) rec.updatedAt = rec.pausedBy!.at;
     const p = (async () => {
       await this.store.closeLog(a.runId).catch(() => {});
       a.journal.close();

@@ -13,7 +13,7 @@ import type { GroupCommit } from '../store/group-commit.js';
 import type { RunSpec } from '../store/run-files.js';
 import { isStorageFault, StorageError } from '../store/storage-error.js';
 import type { Store } from '../store/store.js';
-import { applyEvent, FINAL, nowIso, recount } from './run-counters.js';
+import { applyEvent, FINAL, nowIso, pauseForStorage, recount } from './run-counters.js';
 
 interface Logger {
   info(obj: object | string, msg?: string): void;
@@ -93,15 +93,7 @@ export class RunRecovery {
       if (!isStorageFault(e)) throw e;
       await this.h.store.closeLog(runId).catch(() => {});
       const se = this.h.store.health.report(e);
-      if (!FINAL.has(rec.status)) {
-        rec.status = 'paused';
-        rec.pausedBy = {
-          code: se.code,
-          message: se.message,
-          ...(se.path ? { path: se.path } : {}),
-          at: nowIso(),
-        };
-      }
+      pauseForStorage(rec, se);
       throw se;
     }
   }
