@@ -7,6 +7,9 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
+import WebSocket from 'ws';
+import { WebsocketProvider } from 'y-websocket';
+import * as Y from 'yjs';
 import { CLI, REPO } from '../fixtures/mcp/helpers.js';
 import { type InjectRes, until } from '../server/helpers.js';
 
@@ -156,4 +159,25 @@ export async function startServe(args: string[], env: Record<string, string>): P
         ch.kill('SIGTERM');
       }),
   };
+}
+
+/**
+ * Joins the co-editing room `room` of the server on `port` as a browser on its own origin would
+ * (a stock y-websocket client); the provider goes into `providers` for the test to destroy.
+ */
+export async function enterRoom(port: number, room: string, providers: WebsocketProvider[]): Promise<Y.Doc> {
+  const origin = `http://127.0.0.1:${port}`;
+  const Polyfill = class extends WebSocket {
+    constructor(url: string | URL, protocols?: string | string[]) {
+      super(url, protocols, { origin });
+    }
+  };
+  const doc = new Y.Doc();
+  const provider = new WebsocketProvider(`ws://127.0.0.1:${port}/api/yjs`, room, doc, {
+    WebSocketPolyfill: Polyfill as never,
+    disableBc: true,
+  });
+  providers.push(provider);
+  await until(() => provider.synced, `synced with ${room}`);
+  return doc;
 }

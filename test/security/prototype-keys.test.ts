@@ -12,9 +12,8 @@ import { validate } from '@switchboard/nodes';
 import type { Flow } from '@switchboard/schemas';
 import { docToFlow, nodeToYMap, parts } from '@switchboard/schemas/ydoc';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import { WebsocketProvider } from 'y-websocket';
-import * as Y from 'yjs';
+import type { WebsocketProvider } from 'y-websocket';
+import type * as Y from 'yjs';
 import { runFlow } from '../../runtime/src/engine/index.js';
 import { agent, collectRun, edge, flow, node } from '../../runtime/src/engine/testing/index.js';
 import { makeOpenAIProvider } from '../../runtime/src/models/openai.js';
@@ -24,6 +23,7 @@ import {
 } from '../../runtime/src/models/testing/fake-openai-server.js';
 import { createServer, type SwitchboardServer } from '../../runtime/src/server/index.js';
 import { simpleFlow, testServer, until } from '../server/helpers.js';
+import { enterRoom } from './helpers.js';
 import { pollution, repair } from './pollution.js';
 
 afterEach(() => {
@@ -225,21 +225,8 @@ describe('a co-editing room (a real y-websocket client) cannot save a reserved i
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function enter(room: string): Promise<Y.Doc> {
-    const origin = `http://127.0.0.1:${port}`;
-    const Polyfill = class extends WebSocket {
-      constructor(url: string | URL, protocols?: string | string[]) {
-        super(url, protocols, { origin });
-      }
-    };
-    const doc = new Y.Doc();
-    const provider = new WebsocketProvider(`ws://127.0.0.1:${port}/api/yjs`, room, doc, {
-      WebSocketPolyfill: Polyfill as never,
-      disableBc: true,
-    });
-    providers.push(provider);
-    await until(() => provider.synced, `synced with ${room}`);
-    return doc;
+  function enter(room: string): Promise<Y.Doc> {
+    return enterRoom(port, room, providers);
   }
 
   async function put(id: string) {

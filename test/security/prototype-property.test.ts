@@ -17,9 +17,8 @@ import type { Flow } from '@switchboard/schemas';
 import { nodeToYMap, parts } from '@switchboard/schemas/ydoc';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import { WebsocketProvider } from 'y-websocket';
-import * as Y from 'yjs';
+import type { WebsocketProvider } from 'y-websocket';
+import type * as Y from 'yjs';
 import { agent, collectRun, edge, flow, node } from '../../runtime/src/engine/testing/index.js';
 import { McpPool } from '../../runtime/src/mcp/pool.js';
 import { TrustStore } from '../../runtime/src/mcp/trust.js';
@@ -32,6 +31,7 @@ import { createServer, type SwitchboardServer } from '../../runtime/src/server/i
 import { createMcpToolHost } from '../../runtime/src/tools/mcp-host.js';
 import { simpleFlow, until } from '../server/helpers.js';
 import { cli } from '../support/cli.js';
+import { enterRoom } from './helpers.js';
 import { type NamedToolsServer, startNamedToolsServer } from './named-tools-mcp.js';
 import { HOSTILE_NAMES, pollution, RESERVED_NAMES } from './pollution.js';
 
@@ -97,21 +97,8 @@ async function endOf(id: string) {
   }, `run ${id} ends`);
 }
 
-async function enter(room: string): Promise<Y.Doc> {
-  const origin = `http://127.0.0.1:${port}`;
-  const Polyfill = class extends WebSocket {
-    constructor(url: string | URL, protocols?: string | string[]) {
-      super(url, protocols, { origin });
-    }
-  };
-  const doc = new Y.Doc();
-  const provider = new WebsocketProvider(`ws://127.0.0.1:${port}/api/yjs`, room, doc, {
-    WebSocketPolyfill: Polyfill as never,
-    disableBc: true,
-  });
-  providers.push(provider);
-  await until(() => provider.synced, `synced with ${room}`);
-  return doc;
+function enter(room: string): Promise<Y.Doc> {
+  return enterRoom(port, room, providers);
 }
 
 interface EntryPoint {
