@@ -96,11 +96,16 @@ export function fieldsOf(s: JsonSchema): Array<{ key: string; schema: JsonSchema
 /** A starting value for a new field or list item of this schema. */
 export function initialValue(s: JsonSchema): unknown {
   if (s.default !== undefined) return structuredClone(s.default);
+  // A new condition is a row to fill in the builder, not an empty object the validator refuses.
+  if (s.$id === 'Condition' || s.$ref === 'Condition')
+    return { path: 'last.content', op: 'contains', value: '' };
   if (s.const !== undefined) return s.const;
   const options = isLiteralUnion(s);
   if (options) return options[0];
   const variant = discriminated(s);
   if (variant && variant.type === 'variant') return initialValue(variant.variants[0]!.schema);
+  // Any other union starts as its first alternative (a route `to` is a string before a list).
+  if (Array.isArray(s.anyOf) && s.anyOf.length > 0) return initialValue(s.anyOf[0]!);
   switch (s.type) {
     case 'string':
       return '';

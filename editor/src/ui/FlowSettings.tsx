@@ -18,6 +18,8 @@ const NO_REFS: RefChoices = {
   modelRefs: new Set(),
   serverRefs: new Set(),
   nodeRefs: new Set(),
+  routes: [],
+  routeRefs: [],
 };
 
 function TextField(props: {

@@ -2,9 +2,10 @@
  * The right-hand panel: the selected node's or edge's form, generated from its schema, or the
  * flow's settings when nothing is selected.
  */
-import { EDGE_CONFIG_SCHEMAS, type FlowEdgeT } from '@switchboard/schemas';
+import { DEFAULT_DECIDER_ROUTES, EDGE_CONFIG_SCHEMAS, type FlowEdgeT } from '@switchboard/schemas';
 import { useId, useSyncExternalStore } from 'react';
 import { edgeCaption } from '../model/captions.js';
+import { routeChoices } from '../model/routes.js';
 import type { JsonSchema } from '../model/schemaForm.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { useDocVersion, useEditor } from './context.js';
@@ -19,10 +20,18 @@ function useSelection(store: EditorStore) {
 function refChoices(
   store: EditorStore,
   kind:
-    | { modelRefs?: readonly string[]; serverRefs?: readonly string[]; nodeRefs?: readonly string[] }
+    | {
+        role?: string;
+        modelRefs?: readonly string[];
+        serverRefs?: readonly string[];
+        nodeRefs?: readonly string[];
+        routeRefs?: readonly string[];
+      }
     | undefined,
+  nodeId?: string,
 ): RefChoices {
   const flow = store.toFlow();
+  const routeRefs = kind?.routeRefs ?? (kind?.role === 'decider' ? DEFAULT_DECIDER_ROUTES : []);
   return {
     models: Object.keys(flow.models ?? {}),
     servers: Object.keys(flow.mcpServers ?? {}),
@@ -33,6 +42,11 @@ function refChoices(
     modelRefs: new Set(kind?.modelRefs ?? []),
     serverRefs: new Set(kind?.serverRefs ?? []),
     nodeRefs: new Set(kind?.nodeRefs ?? []),
+    routes:
+      nodeId !== undefined && routeRefs.length > 0
+        ? routeChoices(flow, nodeId, (n) => store.displayName(n))
+        : [],
+    routeRefs,
   };
 }
 
@@ -87,7 +101,7 @@ function NodeInspector({ id }: { id: string }) {
         <SchemaForm
           schema={def.configSchema as unknown as JsonSchema}
           value={node.config}
-          refs={refChoices(store, def)}
+          refs={refChoices(store, def, id)}
           onKeyChange={(k, v, typing) => store.setConfig({ node: id }, k, v, typing)}
         />
       ) : (

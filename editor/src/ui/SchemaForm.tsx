@@ -6,8 +6,12 @@
 
 import { setOwn } from '@switchboard/schemas/core';
 import { useId } from 'react';
+import { isConditionSchema, pathMatches } from '../model/conditionBuilder.js';
+import type { RouteChoice } from '../model/routes.js';
 import { fieldsOf, initialValue, type JsonSchema, widgetFor } from '../model/schemaForm.js';
+import { ConditionField } from './ConditionBuilder.js';
 import { Help, JsonEditor, SharedTextInput, StringListEditor, TemplateEditor } from './fields.js';
+import { RouteField } from './RouteField.js';
 
 export interface RefChoices {
   models: string[];
@@ -16,6 +20,10 @@ export interface RefChoices {
   modelRefs: ReadonlySet<string>;
   serverRefs: ReadonlySet<string>;
   nodeRefs: ReadonlySet<string>;
+  /** Edges this node can route to, for its route fields (`rules.*.to`, `default`). */
+  routes: RouteChoice[];
+  /** Patterns of the config paths that are route fields (`*` for a list index). */
+  routeRefs: readonly string[];
 }
 
 type OnChange = (v: unknown, typing: boolean) => void;
@@ -99,6 +107,16 @@ export function Field(props: {
     );
   if (refs.nodeRefs.has(path))
     return <RefSelect {...{ label, value, required, onChange, testid, help }} options={refs.nodes} />;
+  if (refs.routeRefs.some((p) => pathMatches(p, path)))
+    return (
+      <RouteField
+        {...{ label, value, required, onChange, testid, help }}
+        options={refs.routes}
+        multiple={Array.isArray(schema.anyOf) && schema.anyOf.some((a) => a.type === 'array')}
+      />
+    );
+  if (isConditionSchema(schema))
+    return <ConditionField {...{ label, value, required, onChange, testid, help }} />;
 
   const w = widgetFor(name, schema);
   switch (w.type) {
