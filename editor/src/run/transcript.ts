@@ -61,6 +61,8 @@ export interface WaitingInput {
   nodeId: string;
   question: string;
   options?: string[];
+  /** An MCP server's elicitation form asked during a tool call (see `elicitForm.ts`). */
+  form?: Record<string, unknown>;
   seq: number;
 }
 
@@ -332,7 +334,13 @@ export function fold(
       case 'input.requested':
         if (top) {
           v.phase = 'waiting';
-          v.waiting = { nodeId: ev.nodeId ?? '', question: ev.question, options: ev.options, seq: ev.seq };
+          v.waiting = {
+            nodeId: ev.nodeId ?? '',
+            question: ev.question,
+            options: ev.options,
+            ...(ev.form ? { form: ev.form } : {}),
+            seq: ev.seq,
+          };
         }
         push({ ...base, kind: 'input', text: ev.question, detail: ev.options?.join(' / ') });
         break;

@@ -4,12 +4,14 @@
  * human node, breakpoints), and the live transcript. Served without a server it explains why
  * nothing can run.
  */
+
 import { memo, useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore } from 'react';
 import type { RunSession, RunSnapshot } from '../run/runSession.js';
 import { brief, FINAL_PHASES, type RunPhase, type TranscriptEntry } from '../run/transcript.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { ComparePanel } from './ComparePanel.js';
 import { useDocVersion, useEditor, useKeyed } from './context.js';
+import { ElicitationForm } from './ElicitationForm.js';
 import { OpenedNote, RunHistory } from './RunHistory.js';
 import { Scrubber } from './Scrubber.js';
 
@@ -110,6 +112,15 @@ function AnswerForm({ runs, snap }: { runs: RunSession; snap: RunSnapshot }) {
   const w = snap.view.waiting!;
   const [text, setText] = useState('');
   const answer = (a: string) => void runs.command({ type: 'answer', nodeId: w.nodeId, answer: a });
+  if (w.form)
+    return (
+      <ElicitationForm
+        waiting={{ ...w, form: w.form }}
+        who={store.displayName(w.nodeId)}
+        busy={snap.busy}
+        answer={answer}
+      />
+    );
   return (
     <form
       className="sb-answer"
