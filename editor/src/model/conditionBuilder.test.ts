@@ -82,7 +82,11 @@ describe('condition builder model', () => {
     expect(JSON.stringify(withOp(c, 'exists'))).toBe('{"path":"last.content","op":"exists"}');
     expect(JSON.stringify(withOp(c, 'gt'))).toBe('{"path":"last.content","op":"gt","value":"x"}');
     expect(withOp({ path: 'a', op: 'exists' }, 'gte')).toEqual({ path: 'a', op: 'gte', value: 0 });
-    expect(withOp({ path: 'a', op: 'contains', value: '' }, 'gte')).toEqual({ path: 'a', op: 'gte', value: 0 });
+    expect(withOp({ path: 'a', op: 'contains', value: '' }, 'gte')).toEqual({
+      path: 'a',
+      op: 'gte',
+      value: 0,
+    });
     expect(withOp({ path: 'a', op: 'eq', value: '7' }, 'lt')).toEqual({ path: 'a', op: 'lt', value: 7 });
     expect(withOp({ path: 'a', op: 'eq', value: 'x' }, 'lt')).toEqual({ path: 'a', op: 'lt', value: 'x' });
     // Between numeric operators the value is left as it is.
