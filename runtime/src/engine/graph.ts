@@ -52,6 +52,11 @@ export interface Graph {
 
 const cache = new WeakMap<Flow, WeakMap<KindRegistry, Graph>>();
 
+/** The flow object changed since it was compiled (validated.ts found it): compile it again. */
+export function forgetCompiled(flow: Flow): void {
+  cache.delete(flow);
+}
+
 export class FlowError extends Error {
   override readonly name = 'FlowError';
 }

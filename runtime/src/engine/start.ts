@@ -11,6 +11,7 @@ import { invalidFlowMessage, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
 import { Run } from './run.js';
 import type { RunOptions, RunResult } from './types.js';
+import { validateOnce } from './validated.js';
 
 /** `validate` of `@switchboard/nodes`, bound to the default registry. */
 export type Checker = typeof validate;
@@ -33,7 +34,7 @@ export function startRun(
     if (options.validate !== false) {
       // Never skip validation silently: index.ts always hands the validator in when it is asked for.
       if (!check) throw new RunFailure('internal', 'validation was asked for but no validator was loaded');
-      const v = check(flow, options.registry ? { kinds: options.registry } : {});
+      const v = validateOnce(check, flow, options.registry);
       if (!v.ok) throw new RunFailure('flow_invalid', invalidFlowMessage(v.errors));
     }
     run = new Run(flow, input, options, queue, runId, done);

@@ -1,0 +1,80 @@
+import { defaultRegistry, validate } from '@switchboard/nodes';
+import type { Flow } from '@switchboard/schemas';
+import { describe, expect, it } from 'vitest';
+import { runFlow } from './index.js';
+import { agent, chain, collectRun, edge, flow, node, trace } from './testing/index.js';
+import { type Validator, validateOnce } from './validated.js';
+
+function counting(): { check: Validator; calls: () => number } {
+  let n = 0;
+  return {
+    check: (doc, o) => {
+      n++;
+      return validate(doc, o);
+    },
+    calls: () => n,
+  };
+}
+
+describe('validation once per flow object', () => {
+  it('validates an unchanged flow object once, however many times it is asked', () => {
+    const f = chain(3);
+    const { check, calls } = counting();
+    for (let i = 0; i < 5; i++) expect(validateOnce(check, f).ok).toBe(true);
+    expect(calls()).toBe(1);
+    // An equal flow that is another object is validated on its own.
+    expect(validateOnce(check, chain(3)).ok).toBe(true);
+    expect(calls()).toBe(2);
+  });
+
+  it('validates again when the object was changed in between, and sees the change', () => {
+    const f = chain(2);
+    const { check, calls } = counting();
+    expect(validateOnce(check, f).ok).toBe(true);
+    f.edges.push(edge('a2', 'nowhere'));
+    const v = validateOnce(check, f);
+    expect(v.ok).toBe(false);
+    expect(JSON.stringify(v.errors)).toContain('nowhere');
+    expect(calls()).toBe(2);
+  });
+
+  it('keeps no failure: an invalid flow is checked (and reported in full) every time', () => {
+    const f = chain(1);
+    f.edges.push(edge('a1', 'nowhere'));
+    const { check, calls } = counting();
+    expect(validateOnce(check, f).ok).toBe(false);
+    expect(validateOnce(check, f).ok).toBe(false);
+    expect(calls()).toBe(2);
+  });
+
+  it('keeps results per kind registry', () => {
+    const f = chain(1);
+    const { check, calls } = counting();
+    validateOnce(check, f);
+    validateOnce(check, f, defaultRegistry);
+    validateOnce(check, f, defaultRegistry);
+    expect(calls()).toBe(2);
+  });
+
+  it('a run of a flow changed since its last run validates it again and refuses it when invalid', async () => {
+    const f = chain(2);
+    expect((await runFlow(f, 'go').result).status).toBe('completed');
+    f.edges.push(edge('a2', 'nowhere'));
+    const r = await runFlow(f, 'go').result;
+    expect(r).toMatchObject({ status: 'failed', error: { code: 'flow_invalid' } });
+  });
+
+  it('a run of a flow changed validly since its last run follows the new graph, not the compiled old one', async () => {
+    const f: Flow = flow(
+      [node('start', 'start'), agent('a'), node('end', 'end')],
+      [edge('start', 'a'), edge('a', 'end')],
+      [{ fallback: true, text: 'ok' }],
+    );
+    expect(trace((await collectRun(f, 'go')).events)).not.toContain('node.started@b');
+    f.nodes.push(agent('b'));
+    f.edges.splice(1, 1, edge('a', 'b'), edge('b', 'end'));
+    const { events, result } = await collectRun(f, 'go');
+    expect(result.status).toBe('completed');
+    expect(trace(events)).toContain('node.started@b');
+  });
+});
