@@ -44,6 +44,8 @@ export interface ModelCall {
    * it exactly (every property required, no extra ones), so they cannot answer outside it.
    */
   jsonSchema?: { name: string; schema: Record<string, unknown>; strict?: boolean };
+  /** A cap on the reply's tokens below the model config's own (an MCP server's sampling request). */
+  maxTokens?: number;
 }
 
 export interface ModelReply {

@@ -122,6 +122,7 @@ export class ModelCalls {
     const req: ModelRequest = { nodeId, messages: call.messages, signal: this.run.signal };
     if (call.tools) req.tools = call.tools;
     if (call.jsonSchema) req.jsonSchema = call.jsonSchema;
+    if (call.maxTokens !== undefined) req.maxTokens = call.maxTokens;
     req.onDelta = (text) => events.emit(cx, { type: 'model.delta', nodeId, text });
     // A provider that asks again with corrections appended sends other messages: a request of its own.
     const sent = call.messages.length;

@@ -51,6 +51,7 @@ import { NodeCtx } from './node-ctx.js';
 import { runGuards, runObservers } from './observers.js';
 import { onFailure, route } from './routing.js';
 import { RunLimits, type Stopper } from './run-limits.js';
+import { Sampling } from './sampling.js';
 import { type CheckpointData, type Cursor, newRunData, restoreRunData, rootScope } from './state.js';
 import { enterTeam, leaveTeam } from './teams.js';
 import { Tools } from './tools.js';
@@ -127,7 +128,12 @@ export class Run implements RunCore, Stopper {
     this.acp = new AcpProcesses(this);
     const parts = { control: this.control, limits: this.limits, conversation: this.conversation };
     const delegation = new Delegation(this, this, parts);
-    this.tools = new Tools(this, { ...parts, human: this.human, delegation });
+    this.tools = new Tools(this, {
+      ...parts,
+      human: this.human,
+      delegation,
+      sampling: new Sampling(this, this.models),
+    });
     const host = options.signal;
     if (host) {
       if (host.aborted) queueMicrotask(() => this.cancel('aborted by the host'));

@@ -16,6 +16,7 @@ import type { HumanInput } from './human.js';
 import type { Delegation } from './nested.js';
 import type { NodeCtx } from './node-ctx.js';
 import type { RunLimits } from './run-limits.js';
+import type { Sampling } from './sampling.js';
 
 const MAX_TOOL_RESULT_IN_EVENT = 64 * 1024;
 const NO_TOOLS: Promise<ToolPort[]> = Promise.resolve([]);
@@ -31,13 +32,18 @@ export class Tools {
       human: HumanInput;
       conversation: Conversation;
       delegation: Delegation;
+      sampling: Sampling;
     },
   ) {}
+
+  /** The turn each agent with tools is in, by run and node: a server's sampling request is answered in it. */
+  private readonly turns = new Map<string, NodeCtx>();
 
   forNode(nc: NodeCtx): Promise<ToolPort[]> {
     const offerHandover = nc.offerHandoverTools;
     // Most agents of a chain have no tools at all: no lookup, no allocation.
     if (nc.noTools) return NO_TOOLS;
+    this.turns.set(`${nc.cx.runId}\u0000${nc.node.id}`, nc);
     const key = `${nc.cx.runId}\u0000${nc.node.id}\u0000${offerHandover ? 1 : 0}`;
     let p = this.cache.get(key);
     if (!p) {
@@ -135,6 +141,12 @@ export class Tools {
             signal: run.signal,
             onLog: (text) => run.events.emit(cx, { type: 'log', nodeId, level: 'info', text }),
             elicit: (ask) => human.elicit(cx, nodeId, h.name, ask),
+            sample: this.parts.sampling.forCall(
+              cx,
+              () => this.turns.get(`${cx.runId}\u0000${nodeId}`),
+              h.toolNodeId,
+              h.name,
+            ),
           });
         } catch (e) {
           if (run.stop) throw run.stop;

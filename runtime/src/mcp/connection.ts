@@ -13,6 +13,8 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type CallToolResult,
+  CreateMessageRequestSchema,
+  type CreateMessageResult,
   ElicitRequestSchema,
   type ElicitResult,
   ErrorCode,
@@ -20,8 +22,9 @@ import {
   type Tool,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { ElicitationAnswer, ElicitationAsk } from '../tools/types.js';
+import type { ElicitationAnswer, ElicitationAsk, SamplingAnswer, SamplingAsk } from '../tools/types.js';
 import { errorText, McpHostError } from './errors.js';
+import { readSamplingRequest, SAMPLING_REJECTED, samplingRefused } from './sampling.js';
 import { StderrLines } from './stderr-lines.js';
 
 export type ServerSpec =
@@ -125,9 +128,10 @@ export class McpConnection {
     this.protocolErrors = 0;
     const client = new Client(
       { name: 'switchboard', version: '0.1.0' },
-      { capabilities: { elicitation: { form: {} } } },
+      { capabilities: { elicitation: { form: {} }, sampling: {} } },
     );
     client.setRequestHandler(ElicitRequestSchema, (req) => this.onElicit(req.params));
+    client.setRequestHandler(CreateMessageRequestSchema, (req) => this.onSample(req.params));
     let transport: Transport;
     try {
       transport = this.makeTransport();
@@ -313,6 +317,41 @@ export class McpConnection {
     return a.action === 'accept' ? { action: 'accept', content: a.content ?? {} } : { action: a.action };
   }
 
+  /** Sampling answerers of the calls in flight, by call (absent: the flow does not allow it). */
+  private readonly samplers = new Map<symbol, ((ask: SamplingAsk) => Promise<SamplingAnswer>) | undefined>();
+
+  /**
+   * A server asking the model during a call (MCP sampling). As with elicitation, the one call in
+   * flight answers it, through its agent's model, only where the flow's tool node allows it;
+   * otherwise the server gets an error that says why, and the refusal is logged.
+   */
+  private async onSample(params: Record<string, unknown>): Promise<CreateMessageResult> {
+    const calls = [...this.samplers.values()];
+    const answer = calls.length === 1 ? calls[0] : undefined;
+    if (!answer) {
+      const why =
+        calls.length > 1
+          ? `${calls.length} calls in flight, it names none`
+          : calls.length === 1
+            ? "the flow's tool node does not allow sampling"
+            : 'no call in flight can answer it';
+      this.log('warn', `refused a sampling request: ${why}`);
+      throw samplingRefused(why);
+    }
+    let a: SamplingAnswer;
+    try {
+      a = await answer(readSamplingRequest(params));
+    } catch (e) {
+      throw e instanceof McpError ? e : new McpError(SAMPLING_REJECTED, errorText(e));
+    }
+    return {
+      role: 'assistant',
+      content: { type: 'text', text: a.text },
+      model: a.model,
+      stopReason: a.stopReason,
+    };
+  }
+
   /**
    * Calls a tool. A timeout or an abort sends `notifications/cancelled` to the server (the SDK
    * does) and rejects with `mcp.timeout` / `mcp.cancelled`; a dead server rejects with
@@ -326,6 +365,7 @@ export class McpConnection {
       timeoutMs: number;
       onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
       elicit?: (ask: ElicitationAsk) => Promise<ElicitationAnswer>;
+      sample?: (ask: SamplingAsk) => Promise<SamplingAnswer>;
     },
   ): Promise<CallToolResult> {
     if (o.signal.aborted) throw new McpHostError('mcp.cancelled', `${name}: cancelled before it started`);
@@ -335,7 +375,7 @@ export class McpConnection {
     // timeout: with an answerer, the clock stops while a question is open (and the SDK's own
     // timeout is off; this clock aborts the request, which tells the server).
     const clock = new PausableTimeout(
-      o.elicit ? o.timeoutMs : o.timeoutMs + 500,
+      o.elicit || o.sample ? o.timeoutMs : o.timeoutMs + 500,
       () => new McpHostError('mcp.timeout', `${name}: no answer within ${o.timeoutMs} ms`),
     );
     const elicit = o.elicit;
@@ -352,11 +392,27 @@ export class McpConnection {
           }
         : undefined,
     );
+    const sample = o.sample;
+    // The model's time answering a server's sampling request does not count against the call either.
+    this.samplers.set(
+      me,
+      sample
+        ? async (ask) => {
+            clock.pause();
+            try {
+              return await sample(ask);
+            } finally {
+              clock.resume();
+            }
+          }
+        : undefined,
+    );
+    const paused = elicit !== undefined || sample !== undefined;
     try {
       const r = await Promise.race([
         client.callTool({ name, arguments: args }, undefined, {
-          signal: elicit ? AbortSignal.any([o.signal, clock.signal]) : o.signal,
-          timeout: elicit ? MAX_TIMER_MS : o.timeoutMs,
+          signal: paused ? AbortSignal.any([o.signal, clock.signal]) : o.signal,
+          timeout: paused ? MAX_TIMER_MS : o.timeoutMs,
           ...(o.onProgress ? { onprogress: o.onProgress } : {}),
         }),
         clock.expired,
@@ -380,6 +436,7 @@ export class McpConnection {
     } finally {
       clock.clear();
       this.elicitors.delete(me);
+      this.samplers.delete(me);
     }
   }
 

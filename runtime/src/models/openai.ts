@@ -382,11 +382,14 @@ class OpenAIProvider implements ModelProvider {
       ...request.messages,
       ...corrections.map((content): ChatMessage => ({ role: 'user', content })),
     ]);
+    const cap = request.maxTokens;
+    const own = this.config.maxTokens;
+    const maxTokens = cap === undefined ? own : own === undefined ? cap : Math.min(cap, own);
     const params: ChatParams = {
       model: this.config.model ?? 'gpt-4o-mini',
       messages,
       ...(this.config.temperature !== undefined ? { temperature: this.config.temperature } : {}),
-      ...(this.config.maxTokens !== undefined ? { max_tokens: this.config.maxTokens } : {}),
+      ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
       ...(request.tools?.length
         ? {
             tools: request.tools.map((t) => ({

@@ -19,6 +19,8 @@ export interface ModelRequest {
   tools?: ToolSpec[];
   /** Ask for JSON matching this schema (structured output). */
   jsonSchema?: { name: string; schema: Record<string, unknown>; strict?: boolean };
+  /** A cap on the reply's tokens below the model config's `maxTokens` (e.g. MCP sampling). */
+  maxTokens?: number;
   signal: AbortSignal;
   /** Streamed text, as it arrives. Best-effort. */
   onDelta?: (text: string) => void;

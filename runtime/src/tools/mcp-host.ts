@@ -360,6 +360,7 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
             signal: AbortSignal.any([o.signal, run.ctx.signal]),
             timeoutMs,
             ...(o.elicit ? { elicit: o.elicit } : {}),
+            ...(o.sample ? { sample: o.sample } : {}),
             ...(o.onLog
               ? {
                   onProgress: (p: { progress: number; total?: number; message?: string }) =>

@@ -20,6 +20,23 @@ export interface ElicitationAnswer {
   content?: Record<string, string | number | boolean | string[]>;
 }
 
+/**
+ * A server's `sampling/createMessage` during a call (MCP sampling): the server asks the model of
+ * the agent that called it. Text only; see `runtime/src/mcp/sampling.ts`.
+ */
+export interface SamplingAsk {
+  messages: Array<{ role: 'user' | 'assistant'; text: string }>;
+  systemPrompt?: string;
+  /** What the server asks for at most; the tool node's `sampling.maxTokens` may lower it. */
+  maxTokens: number;
+}
+export interface SamplingAnswer {
+  text: string;
+  /** The model that answered. */
+  model: string;
+  stopReason: string;
+}
+
 export interface ToolCallOptions {
   signal: AbortSignal;
   timeoutMs?: number;
@@ -27,6 +44,8 @@ export interface ToolCallOptions {
   onLog?: (text: string) => void;
   /** Answers the server's elicitation requests made during this call (absent: declined). */
   elicit?: (ask: ElicitationAsk) => Promise<ElicitationAnswer>;
+  /** Answers the server's sampling requests made during this call (absent: refused). */
+  sample?: (ask: SamplingAsk) => Promise<SamplingAnswer>;
 }
 
 export interface ToolHandle {

@@ -9,6 +9,23 @@ export const ToolConfig = Type.Object(
     ),
     exclude: Type.Optional(Type.Array(Type.String(), { description: 'Never these tools.' })),
     timeoutMs: Type.Optional(Type.Integer({ minimum: 1, description: 'Per call. Default 30000.' })),
+    sampling: Type.Optional(
+      Type.Object(
+        {
+          maxTokens: Type.Optional(
+            Type.Integer({ minimum: 1, maximum: 100_000, description: 'Per answer. Default 1024.' }),
+          ),
+          maxRequests: Type.Optional(
+            Type.Integer({ minimum: 1, maximum: 100, description: 'Per tool call. Default 3.' }),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description:
+            "Lets this server ask the calling agent's model during a tool call (MCP sampling). Off when absent.",
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
