@@ -279,7 +279,7 @@ export function registerRunRoutes(
     async (req, reply) => {
       const r = getRun(req.params.id);
       const cmd = parseCommand(req.body);
-      if (!runs.isLive(r.id)) {
+      if (!runs.isLive(r.id) && !runs.hostedElsewhere(r.id)) {
         // A run no process hosts (interrupted, or left by a crash) continues from its checkpoint.
         if (
           cmd.type === 'resume' &&
