@@ -18,8 +18,9 @@ import { browserTests, ROOT, WAIT } from './harness.js';
 const CLI = fileURLToPath(new URL('../crash/cli-main.ts', import.meta.url));
 const RUNTIME = join(ROOT, 'runtime');
 const TRIAGE = join(ROOT, 'flows', 'support-triage.json');
-const EXAMPLE = ((JSON.parse(readFileSync(TRIAGE, 'utf8')) as Flow).metadata as { examples: Array<{ input: string }> })
-  .examples[0]!.input;
+const EXAMPLE = (
+  (JSON.parse(readFileSync(TRIAGE, 'utf8')) as Flow).metadata as { examples: Array<{ input: string }> }
+).examples[0]!.input;
 
 const srv = browserTests('attach');
 const children: ChildProcess[] = [];
@@ -54,7 +55,9 @@ describe('a headless run attached to the editor', { timeout: 180_000 }, () => {
   it('is seen live in the browser and answered there; the headless process completes with that answer', async () => {
     await srv.serve();
     const { page, errors } = await srv.person('/?flow=support-triage');
-    await page.locator('[data-testid="presence"][data-room="support-triage"][data-status="live"]').waitFor(WAIT);
+    await page
+      .locator('[data-testid="presence"][data-room="support-triage"][data-status="live"]')
+      .waitFor(WAIT);
 
     const p = headless(srv.url);
     // The page follows the new run of its flow by itself, and marks it as headless.
@@ -64,7 +67,10 @@ describe('a headless run attached to the editor', { timeout: 180_000 }, () => {
     expect(await badge.textContent()).toBe(`headless, attached from ${hostname()}`);
     expect(await badge.getAttribute('data-state')).toBe('connected');
     const runId = (await page.getByTestId('run-panel').getAttribute('data-run-id'))!;
-    expect(srv.server.store.catalog.data.runs[runId]).toMatchObject({ source: 'attach', flowId: 'support-triage' });
+    expect(srv.server.store.catalog.data.runs[runId]).toMatchObject({
+      source: 'attach',
+      flowId: 'support-triage',
+    });
     // Live on the canvas and in the transcript: the human node glows and waits, the path is lit.
     const approval = page.getByTestId('node-approval');
     expect(await approval.getAttribute('data-run-active')).toBe('true');

@@ -74,7 +74,11 @@ describe('switchboard run --attach', { timeout: 90_000 }, () => {
       60_000,
     );
     const rec = s.store.catalog.data.runs[runId]!;
-    expect(rec).toMatchObject({ flowId: 'support-triage', source: 'attach', attached: { state: 'connected' } });
+    expect(rec).toMatchObject({
+      flowId: 'support-triage',
+      source: 'attach',
+      attached: { state: 'connected' },
+    });
     expect(p.err()).toContain(`attach: streaming to ws://127.0.0.1:`);
     expect(p.err()).toContain(`as run ${runId}`);
     const r = await fetch(`${url}/api/runs/${runId}/commands`, {
@@ -88,7 +92,10 @@ describe('switchboard run --attach', { timeout: 90_000 }, () => {
     expect(p.err()).toContain(`attach: the server holds the whole run (${runId})`);
     await until(() => s.store.catalog.data.runs[runId]?.status === 'completed', 'completed on the server');
     const events = s.store.readEvents(runId);
-    expect(events.find((e) => e.type === 'input.received')).toMatchObject({ nodeId: 'approval', answer: 'yes' });
+    expect(events.find((e) => e.type === 'input.received')).toMatchObject({
+      nodeId: 'approval',
+      answer: 'yes',
+    });
     expect(p.out().trim()).toBe(String(s.store.catalog.data.runs[runId]!.output).trim());
   });
 
@@ -100,7 +107,9 @@ describe('switchboard run --attach', { timeout: 90_000 }, () => {
     const { url } = await server();
     const p = run([file, '--input', 'go', '--attach', url, '--token', 'wrong-token-0123456789abcdef0000']);
     expect(await p.exited).toBe(0);
-    expect(p.err()).toMatch(/attach: the server refused the connection \(401\).*the run goes on here, no longer attached/);
+    expect(p.err()).toMatch(
+      /attach: the server refused the connection \(401\).*the run goes on here, no longer attached/,
+    );
   });
 
   it('goes on when the server goes away, and says so on stderr', async () => {
@@ -110,10 +119,16 @@ describe('switchboard run --attach', { timeout: 90_000 }, () => {
     writeFileSync(file, JSON.stringify(slowChain('cli-chain', 30, 60)));
     const { s, url, close } = await server();
     const p = run([file, '--input', 'go', '--attach', url, '--token', TOKEN]);
-    await until(() => Object.values(s.store.catalog.data.runs).find((r) => r.lastSeq > 10), 'some events', 60_000);
+    await until(
+      () => Object.values(s.store.catalog.data.runs).find((r) => r.lastSeq > 10),
+      'some events',
+      60_000,
+    );
     await close();
     expect(await p.exited).toBe(0);
-    expect(p.err()).toMatch(/attach: lost the server \(.*\); the run goes on here, reconnecting and resending from seq \d+/);
+    expect(p.err()).toMatch(
+      /attach: lost the server \(.*\); the run goes on here, reconnecting and resending from seq \d+/,
+    );
     expect(p.err()).toMatch(/attach: the server did not acknowledge every event \(it holds up to seq \d+\)/);
     expect(p.out().trim()).toBe('ok');
   });

@@ -374,6 +374,24 @@ describe('/api/attach: the run on the server', () => {
       reason: expect.stringMatching(/^attach_abandoned: /),
     });
     expect(s.store.catalog.data.runs[otherRun]?.attached?.state).toBe('connected');
+    // Its process, back too late, is told so by name; the server does not continue it either.
+    const key = String(owner.msgs.find((m) => m.type === 'welcome')!.key);
+    const late = new Raw(url);
+    await late.opened;
+    late.send({
+      type: 'hello',
+      protocol: 1,
+      host: 'laptop-7',
+      localRunId: 'run_local1',
+      resume: { runId, key },
+    });
+    await late.ended;
+    expect(late.msgs.find((m) => m.type === 'error')).toMatchObject({ code: 'run-abandoned' });
+    expect(late.close!.code).toBe(4409);
+    const resume = await command(runId, { type: 'resume' });
+    expect(resume.status).toBe(409);
+    expect(((await resume.json()) as { error: { code: string } }).error.code).toBe('run-detached');
+    expect(s.store.readEvents(runId)).toHaveLength(4);
     bystander.ws.close();
   });
 });

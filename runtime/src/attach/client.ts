@@ -112,6 +112,11 @@ export class AttachClient {
     return this.state;
   }
 
+  /** Events the server has not acknowledged yet. */
+  get unacked(): number {
+    return this.pending.length;
+  }
+
   /** The seq through which the server holds the run on its disk. */
   get ackedSeq(): number {
     return this.acked;

@@ -53,7 +53,12 @@ export function startAttach(
       for (const c of early.splice(0)) s(c);
     },
     async finish() {
-      const all = await client.drain(p.drainMs ?? DRAIN_MS);
+      const wait = p.drainMs ?? DRAIN_MS;
+      if (client.status !== 'attached' && client.status !== 'refused' && client.unacked > 0)
+        ctx.err(
+          `attach: the run has ended here; waiting up to ${Math.round(wait / 1000)} s for the server to take its last ${client.unacked} event(s)\n`,
+        );
+      const all = await client.drain(wait);
       if (client.status !== 'refused')
         ctx.err(
           all

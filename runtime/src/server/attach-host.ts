@@ -27,7 +27,7 @@ export interface AttachLimits {
   maxBatch: number;
   /** Messages per second per connection (a burst of twice that). Default 200. */
   messagesPerSecond: number;
-  /** Bytes of events one attached run may write in all. Default 256 MiB. */
+  /** Bytes of events one attached run may write in all (its open log is held in memory). Default 64 MiB. */
   maxRunBytes: number;
   /** How long a detached run waits for its process before it is abandoned. Default 60 s. */
   graceMs: number;
@@ -37,7 +37,7 @@ export const DEFAULT_ATTACH_LIMITS: AttachLimits = {
   maxAttached: 64,
   maxBatch: 1000,
   messagesPerSecond: 200,
-  maxRunBytes: 256 * 1024 * 1024,
+  maxRunBytes: 64 * 1024 * 1024,
   graceMs: 60_000,
 };
 
