@@ -6,6 +6,7 @@
  * connections, then a server restart on the same data directory — catches up from its last
  * acknowledged seq so that the server's log is the local run, event for event.
  */
+import { connect, createServer as createTcpServer, type Socket } from 'node:net';
 import type { RunEvent } from '@switchboard/schemas';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -311,6 +312,19 @@ describe('/api/attach: the run on the server', () => {
       source: 'attach',
       attached: { host: 'laptop-7', state: 'ended', flowKnown: false },
     });
+    // The server had no such flow: it stored the run's, so editors can open it.
+    expect(c.msgs.find((m) => m.type === 'welcome')).toMatchObject({ flowKnown: false, flowStored: true });
+    expect(s.store.catalog.data.flows['attached-flow']).toMatchObject({
+      rev: 1,
+      updatedBy: 'headless@laptop-7',
+    });
+    // Another attacher's flow of the same id never replaces it.
+    const again = new Raw(url);
+    await again.hello(simpleFlow('attached-flow', 'something else'), 'run_again');
+    expect(again.msgs.find((m) => m.type === 'welcome')).toMatchObject({ flowKnown: true });
+    expect(s.store.catalog.data.flows['attached-flow']?.rev).toBe(1);
+    expect(JSON.stringify(s.store.catalog.data.flows['attached-flow']?.flow)).not.toContain('something else');
+    again.ws.close();
     // The history's tools read it like any run.
     const nodes = await (await fetch(`${base}/api/runs/${runId}/nodes`)).json();
     expect((nodes as { nodes: unknown[] }).nodes.length).toBeGreaterThan(0);
@@ -454,5 +468,127 @@ describe('/api/attach: a headless run that loses the server', () => {
       /lost the server .*the run goes on here, reconnecting and resending from seq \d+/,
     );
     expect(notices.join('')).toMatch(/reconnected; the server holds up to seq \d+/);
+  }, 60_000);
+
+  it('finds a connection that died without a close by its missing pongs, and reconnects', async () => {
+    // A TCP proxy whose connections can freeze: bytes stop in both directions, nothing closes.
+    let serverPort = 0;
+    const open = new Set<{ a: Socket; b: Socket; frozen: boolean }>();
+    const proxy = createTcpServer((a) => {
+      const b = connect(serverPort, '127.0.0.1');
+      const pair = { a, b, frozen: false };
+      open.add(pair);
+      a.on('data', (d) => pair.frozen || b.write(d));
+      b.on('data', (d) => pair.frozen || a.write(d));
+      const end = () => {
+        a.destroy();
+        b.destroy();
+        open.delete(pair);
+      };
+      for (const x of [a, b]) {
+        x.on('close', end);
+        x.on('error', end);
+      }
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    cleanups.push(() => new Promise<void>((r) => proxy.close(() => r())));
+    const viaPort = (proxy.address() as { port: number }).port;
+    // The proxy's address is the Host the client names: the server is told to accept it.
+    const { port, s } = await listening({ allowedHosts: [`127.0.0.1:${viaPort}`] });
+    serverPort = port;
+    const flow = slowChain('attach-beat', 10, 80);
+    const notices: string[] = [];
+    const local: RunEvent[] = [];
+    const client = new AttachClient({
+      url: `http://127.0.0.1:${viaPort}`,
+      flow,
+      input: 'go',
+      localRunId: 'run_beat',
+      notice: (l) => notices.push(l),
+      onCommand: () => {},
+      retryMs: 50,
+      heartbeatMs: 150,
+    });
+    client.start();
+    const handle = runFlow(flow, 'go', {
+      runId: 'run_beat',
+      onEvent: (e) => {
+        local.push(e);
+        client.push(e);
+      },
+    });
+    const runId = await until(() => client.serverRunId, 'the welcome');
+    await until(() => local.length > 8, 'some events');
+    for (const p of open) p.frozen = true;
+    await until(
+      () => notices.some((n) => n.includes('reconnected')),
+      'a reconnect after missing pongs',
+      15_000,
+    );
+    expect((await handle.result).status).toBe('completed');
+    expect(await client.drain(20_000)).toBe(true);
+    client.close();
+    await until(() => s.store.catalog.data.runs[runId]?.status === 'completed', 'completed on the server');
+    expect(s.store.readEvents(runId)).toEqual(local.map((e) => ({ ...e, runId })));
+  }, 60_000);
+});
+
+describe('/api/attach: commands from editors reach the headless run', () => {
+  it('breakpoint, step, pause, resume, inject and cancel sent over REST act on the local run', async () => {
+    const { s, base, origin } = await listening();
+    const flow = slowChain('attach-commands', 8, 40);
+    const local: RunEvent[] = [];
+    let handle: ReturnType<typeof runFlow> | undefined;
+    const client = new AttachClient({
+      url: base,
+      flow,
+      input: 'go',
+      localRunId: 'run_cmd',
+      notice: () => {},
+      onCommand: (cmd) => handle?.send(cmd),
+      retryMs: 50,
+    });
+    client.start();
+    const runId = await until(() => client.serverRunId, 'the welcome');
+    handle = runFlow(flow, 'go', {
+      runId: 'run_cmd',
+      onEvent: (e) => {
+        local.push(e);
+        client.push(e);
+      },
+    });
+    const command = async (body: unknown) => {
+      const r = await fetch(`${base}/api/runs/${runId}/commands`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin },
+        body: JSON.stringify(body),
+      });
+      expect(r.status, JSON.stringify(body)).toBe(202);
+    };
+    const onServer = (pred: (e: RunEvent) => boolean) => s.store.readEvents(runId).find(pred);
+    await command({ type: 'breakpoint', nodeId: 'a4', on: true });
+    await until(() => onServer((e) => e.type === 'run.paused'), 'paused at the breakpoint');
+    expect(local.some((e) => e.type === 'node.started' && e.nodeId === 'a4')).toBe(false);
+    await command({ type: 'step' });
+    await until(() => onServer((e) => e.type === 'turn.completed' && e.nodeId === 'a4'), 'one step');
+    await until(
+      () => s.store.readEvents(runId).filter((e) => e.type === 'run.paused').length === 2,
+      'paused after the step',
+    );
+    await command({ type: 'inject', text: 'mind the budget' });
+    await command({ type: 'resume' });
+    await until(() => onServer((e) => e.type === 'run.resumed'), 'resumed');
+    await command({ type: 'pause' });
+    await until(
+      () => s.store.readEvents(runId).filter((e) => e.type === 'run.paused').length === 3,
+      'paused again',
+    );
+    await command({ type: 'cancel', reason: 'from the editor' });
+    expect((await handle.result).status).toBe('cancelled');
+    expect(await client.drain(20_000)).toBe(true);
+    client.close();
+    await until(() => s.store.catalog.data.runs[runId]?.status === 'cancelled', 'cancelled on the server');
+    expect(JSON.stringify(local)).toContain('mind the budget');
+    expect(s.store.readEvents(runId)).toEqual(local.map((e) => ({ ...e, runId })));
   }, 60_000);
 });

@@ -32,6 +32,8 @@ export interface AttachClientOptions {
   /** Reconnect backoff: first and largest wait. Default 250 ms, 5 s. */
   retryMs?: number;
   maxRetryMs?: number;
+  /** A ping every this often; a connection that answers none of two is dropped and redone. Default 15 s. */
+  heartbeatMs?: number;
   /** Unacknowledged events kept (the oldest beyond are dropped, and attaching stops). Default 200,000. */
   maxPending?: number;
 }
@@ -191,6 +193,19 @@ export class AttachClient {
       });
       ws.terminate();
     });
+    // A connection that died without a close (a network gone, a peer frozen) is found by its
+    // missing pongs, dropped, and reconnected: the run's events are not held back forever.
+    let alive = true;
+    const beat = setInterval(() => {
+      if (ws.readyState !== WebSocket.OPEN) return;
+      if (!alive) return void ws.terminate();
+      alive = false;
+      ws.ping();
+    }, this.o.heartbeatMs ?? 15_000);
+    beat.unref?.();
+    ws.on('pong', () => {
+      alive = true;
+    });
     ws.on('open', () => {
       const hello: Record<string, unknown> = {
         type: 'hello',
@@ -208,6 +223,7 @@ export class AttachClient {
     ws.on('message', (data) => this.onMessage(ws, data.toString()));
     ws.on('error', () => {});
     ws.on('close', (code, reason) => {
+      clearInterval(beat);
       if (this.ws !== ws) return;
       this.ws = undefined;
       if (refusedWith || this.state === 'refused' || this.state === 'closed') return;
@@ -236,7 +252,7 @@ export class AttachClient {
         this.wait = this.o.retryMs ?? 250;
         if (first) {
           this.o.notice(
-            `attach: streaming to ${this.url} as run ${this.runId}${msg.flowKnown ? '' : ' (the server has no flow with this id; the run is stored under its own id)'}\n`,
+            `attach: streaming to ${this.url} as run ${this.runId}${msg.flowKnown ? '' : msg.flowStored ? ' (the server had no flow with this id: it stored this one)' : ' (the server has no flow with this id; the run is stored under its own)'}\n`,
           );
         } else
           this.o.notice(

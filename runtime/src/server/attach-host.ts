@@ -59,6 +59,11 @@ export interface AttachHostOptions {
   publishWritten?: (runId: string, events: RunEvent[], lines: LogLine[]) => unknown;
   log: Logger;
   limits?: Partial<AttachLimits>;
+  /**
+   * Stores the flow of a run whose id the server does not hold (never replacing one), so editors
+   * can open it; says whether it did.
+   */
+  storeFlow?: (flow: Flow, by: string) => Promise<boolean>;
 }
 
 /** One connection that owns a run. */
@@ -67,6 +72,8 @@ export interface AttachSession {
   readonly key: string | undefined;
   readonly ackSeq: number;
   readonly flowKnown: boolean;
+  /** The server had no flow with this id and stored the run's. */
+  readonly flowStored?: boolean;
 }
 
 interface Live {
@@ -171,6 +178,12 @@ export class AttachedRuns {
     const key = randomBytes(32).toString('base64url');
     const t = nowIso();
     const flowKnown = this.store.catalog.data.flows[p.flow.id] !== undefined;
+    let flowStored = false;
+    if (!flowKnown && this.o.storeFlow)
+      flowStored = await this.o.storeFlow(p.flow, `headless@${p.host}`).catch((e: unknown) => {
+        this.o.log.warn({ flowId: p.flow.id, err: String(e) }, 'could not store the flow of an attached run');
+        return false;
+      });
     const rec: RunRecord = {
       id: runId,
       flowId: p.flow.id,
@@ -203,7 +216,7 @@ export class AttachedRuns {
     }
     this.open(conn, rec, p.localRunId);
     this.o.log.info({ runId, host: p.host, flowId: p.flow.id }, 'a headless run attached');
-    return { runId, key, ackSeq: 0, flowKnown };
+    return { runId, key, ackSeq: 0, flowKnown, flowStored };
   }
 
   /** Its process again, proved by its key: the log continues where it stops. */

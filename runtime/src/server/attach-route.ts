@@ -35,6 +35,9 @@ const CLOSE_FOR: ReadonlyMap<string, number> = new Map([
   ['going-away', 1001],
 ]);
 
+/** A ping this often; a process that answers none of two is taken as gone (detached). */
+const HEARTBEAT_MS = 30_000;
+
 /** How long a connection may stay without a hello. */
 const HELLO_TIMEOUT_MS = 10_000;
 
@@ -84,7 +87,18 @@ export function registerAttachRoute(app: FastifyInstance, attached: AttachedRuns
         () => refuse(new AttachProtocolError('bad-message', `no hello within ${HELLO_TIMEOUT_MS / 1000} s`)),
         HELLO_TIMEOUT_MS,
       );
+      let alive = true;
+      const beat = setInterval(() => {
+        if (!alive) return void socket.terminate();
+        alive = false;
+        socket.ping();
+      }, HEARTBEAT_MS);
+      beat.unref?.();
+      socket.on('pong', () => {
+        alive = true;
+      });
       socket.on('close', () => {
+        clearInterval(beat);
         clearTimeout(helloTimer);
         if (runId !== undefined) attached.disconnected(runId, conn);
       });
@@ -175,6 +189,7 @@ export function registerAttachRoute(app: FastifyInstance, attached: AttachedRuns
           ...(s.key ? { key: s.key } : {}),
           ackSeq: s.ackSeq,
           flowKnown: s.flowKnown,
+          ...(s.flowStored ? { flowStored: true } : {}),
           server: hostname(),
         });
         return s.runId;

@@ -307,15 +307,6 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     },
     options.hub,
   );
-  // Headless runs streamed here: recorded like any run, hosted (and commanded) by their process.
-  const attached = new AttachedRuns({
-    store,
-    log: app.log,
-    limits: options.attach,
-    publish: (runId, events, lines) => hub.publish(runId, events, lines),
-    publishWritten: (runId, events, lines) => hub.publishWritten(runId, events, lines),
-  });
-  runs.remote = attached;
   const records = new FlowRecords(store.catalog);
   const roomStore = new RoomPersistence(
     records,
@@ -325,6 +316,22 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   );
   const rooms = new YjsRooms(roomStore.hooks(options.rooms));
   roomStore.attach(rooms);
+
+  // Headless runs streamed here: recorded like any run, hosted (and commanded) by their process.
+  const attached = new AttachedRuns({
+    store,
+    log: app.log,
+    limits: options.attach,
+    publish: (runId, events, lines) => hub.publish(runId, events, lines),
+    publishWritten: (runId, events, lines) => hub.publishWritten(runId, events, lines),
+    // Created only under a free id no editor has open: an attacher never replaces a flow.
+    storeFlow: async (flow, by) => {
+      if (!records.isFree(flow.id) || roomStore.isOpen(flow.id)) return false;
+      await records.put(flow, 'create', { by });
+      return true;
+    },
+  });
+  runs.remote = attached;
 
   await app.register(fastifyWebsocket, {
     options: {
