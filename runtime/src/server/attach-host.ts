@@ -101,6 +101,8 @@ export class AttachedRuns {
   /** Grace timers of detached runs. */
   private readonly timers = new Map<string, ReturnType<typeof setTimeout>>();
   private readonly pending = new Set<Promise<unknown>>();
+  /** Logs being closed after a disconnect: a reattach opens the log only once they are. */
+  private readonly closingLogs = new Map<string, Promise<void>>();
   private closing = false;
 
   constructor(private readonly o: AttachHostOptions) {
@@ -248,6 +250,13 @@ export class AttachedRuns {
         `${this.limits.maxAttached} runs are attached; retry later`,
       );
     this.clearGrace(p.runId);
+    // The last connection's writes reach the file first: the log then says where it stops.
+    if (!old) await this.closingLogs.get(p.runId);
+    if (this.live.has(p.runId))
+      throw new AttachProtocolError(
+        'not-your-run',
+        `run ${p.runId} was reattached by another connection meanwhile`,
+      );
     rec.attached.address = p.address;
     this.setState(rec, 'connected');
     this.saveSoon();
@@ -336,9 +345,12 @@ export class AttachedRuns {
     if (!l || l.conn !== conn) return;
     this.live.delete(runId);
     const rec = l.rec;
-    const p = this.store
-      .closeLog(runId)
-      .catch(() => {})
+    const closed = this.store.closeLog(runId).catch(() => {});
+    this.closingLogs.set(runId, closed);
+    const p = closed
+      .finally(() => {
+        if (this.closingLogs.get(runId) === closed) this.closingLogs.delete(runId);
+      })
       .then(() => {
         if (this.live.has(runId)) return; // reattached meanwhile
         if (FINAL.has(rec.status) || l.cursor.ended) return;
