@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { Flow } from '@switchboard/schemas';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer } from '../../runtime/src/server/index.js';
+import { cli } from '../support/cli.js';
 import { slowChain, tempDir, until } from './helpers.js';
 
 const CLI = fileURLToPath(new URL('../crash/cli-main.ts', import.meta.url));
@@ -40,7 +41,7 @@ async function server(opts: Parameters<typeof createServer>[0] = {}) {
     await s.close();
   };
   cleanups.push(cleanup, close);
-  return { s, url, close };
+  return { s, url, close, dir };
 }
 
 function run(args: string[], env: NodeJS.ProcessEnv = {}) {
@@ -66,7 +67,7 @@ const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/js
 
 describe('switchboard run --attach', { timeout: 90_000 }, () => {
   it('streams the run to the server, where a person answers its human node; the process completes with that answer', async () => {
-    const { s, url } = await server();
+    const { s, url, dir } = await server();
     const p = run([TRIAGE, '--input', EXAMPLE, '--attach', url, '--token', TOKEN]);
     const runId = await until(
       () => Object.values(s.store.catalog.data.runs).find((r) => r.status === 'waiting')?.id,
@@ -97,6 +98,16 @@ describe('switchboard run --attach', { timeout: 90_000 }, () => {
       answer: 'yes',
     });
     expect(p.out().trim()).toBe(String(s.store.catalog.data.runs[runId]!.output).trim());
+    // Stored like any run: it replays from its log with no network, and diffs against itself.
+    await until(() => !s.attached.isLive(runId), 'the connection closed');
+    await s.attached.idle();
+    const replay = await cli('replay', runId, '--data', dir);
+    expect(replay.code, replay.err).toBe(0);
+    // A headless process keeps no tool journal on the server: the log's tool results serve.
+    for (const line of replay.err.trim().split('\n').filter(Boolean))
+      expect(line).toMatch(/warning: tool\.result seq \d+: no journal entry for /);
+    const diff = await cli('diff', runId, runId, '--data', dir);
+    expect(diff.code).toBe(0);
   });
 
   it('a wrong token stops attaching, said on stderr; the run still ends locally', async () => {
@@ -128,6 +139,9 @@ describe('switchboard run --attach', { timeout: 90_000 }, () => {
     expect(await p.exited).toBe(0);
     expect(p.err()).toMatch(
       /attach: lost the server \(.*\); the run goes on here, reconnecting and resending from seq \d+/,
+    );
+    expect(p.err()).toMatch(
+      /attach: the run has ended here; waiting up to 15 s for the server to take its last \d+ event\(s\)/,
     );
     expect(p.err()).toMatch(/attach: the server did not acknowledge every event \(it holds up to seq \d+\)/);
     expect(p.out().trim()).toBe('ok');
