@@ -6,6 +6,7 @@
  * connections, then a server restart on the same data directory — catches up from its last
  * acknowledged seq so that the server's log is the local run, event for event.
  */
+import { createHash } from 'node:crypto';
 import { connect, createServer as createTcpServer, type Socket } from 'node:net';
 import type { RunEvent } from '@switchboard/schemas';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -312,6 +313,14 @@ describe('/api/attach: the run on the server', () => {
       source: 'attach',
       attached: { host: 'laptop-7', state: 'ended', flowKnown: false },
     });
+    // Nothing derived from the reconnect key is in an API answer.
+    const key = String(c.msgs.find((m) => m.type === 'welcome')!.key);
+    const one = await (await fetch(`${base}/api/runs/${runId}`)).text();
+    for (const text of [JSON.stringify(list), one]) {
+      expect(text).not.toContain('keyHash');
+      expect(text).not.toContain(key);
+      expect(text).not.toContain(createHash('sha256').update(key).digest('hex'));
+    }
     // The server had no such flow: it stored the run's, so editors can open it.
     expect(c.msgs.find((m) => m.type === 'welcome')).toMatchObject({ flowKnown: false, flowStored: true });
     expect(s.store.catalog.data.flows['attached-flow']).toMatchObject({

@@ -8,11 +8,13 @@
  * `running` for a process that is gone, and nothing but its own process writes into it.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { join } from 'node:path';
 import type { Flow, RunEvent } from '@switchboard/schemas';
 import type { RunCommand } from '../engine/types.js';
 import type { AttachInfo, RunRecord } from '../store/catalog.js';
 import type { LogLine } from '../store/event-log.js';
 import type { GroupCommit } from '../store/group-commit.js';
+import { readJsonStrict, writeJsonDurable } from '../store/run-files.js';
 import type { Store } from '../store/store.js';
 import { AttachProtocolError, admitEvents, type EventCursor, isOwnFinal } from './attach-events.js';
 import { HttpError } from './errors.js';
@@ -87,6 +89,17 @@ interface Live {
 }
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+/**
+ * The reconnect key's hash lives in the run's folder, not in the catalog: the API lists run
+ * records, and nothing derived from the key is ever in an answer.
+ */
+const KEY_FILE = 'attach.json';
+
+const checkKeyFile = (v: unknown) =>
+  typeof v === 'object' && v !== null && typeof (v as { keyHash?: unknown }).keyHash === 'string'
+    ? { ok: true as const, value: v as { keyHash: string } }
+    : { ok: false as const, path: '/keyHash', message: 'expected { keyHash }' };
 
 function sameHash(a: string, b: string): boolean {
   const x = Buffer.from(a, 'hex');
@@ -203,12 +216,16 @@ export class AttachedRuns {
         state: 'connected',
         since: t,
         flowKnown,
-        keyHash: sha256(key),
       },
     };
     const runs = this.store.catalog.data.runs;
     try {
       await this.store.writeSpec({ version: 1, runId, flow: p.flow, input: p.input, createdAt: t });
+      await writeJsonDurable(
+        join(this.store.runDir(runId), KEY_FILE),
+        { keyHash: sha256(key) },
+        this.store.fsync,
+      );
       runs[runId] = rec;
       await this.store.catalog.save();
     } catch (e) {
@@ -228,8 +245,11 @@ export class AttachedRuns {
   ): Promise<AttachSession> {
     if (this.closing) throw new AttachProtocolError('going-away', 'the server is shutting down');
     const rec = this.record(p.runId);
+    const stored = rec?.attached
+      ? await readJsonStrict(join(this.store.runDir(p.runId), KEY_FILE), checkKeyFile).catch(() => undefined)
+      : undefined;
     // One answer for "no such run" and "not yours": a guess learns nothing.
-    if (!rec?.attached || !sameHash(sha256(p.key), rec.attached.keyHash))
+    if (!rec?.attached || !stored || !sameHash(sha256(p.key), stored.keyHash))
       throw new AttachProtocolError('not-your-run', `no attached run ${p.runId} with this key`);
     if (FINAL.has(rec.status))
       throw new AttachProtocolError(

@@ -87,8 +87,6 @@ export interface AttachInfo {
   since: string;
   /** Whether the server held a flow with this id when the run attached. */
   flowKnown: boolean;
-  /** SHA-256 of the reconnect key only the process holds (never the key). */
-  keyHash: string;
 }
 
 export interface CatalogData {
