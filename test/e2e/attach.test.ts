@@ -44,7 +44,7 @@ function headless(url: string) {
     err += d;
   });
   const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
-  return { exited, out: () => out, err: () => err };
+  return { exited, out: () => out, err: () => err, kill: () => child.kill('SIGKILL') };
 }
 
 async function phase(page: Page, want: string): Promise<void> {
@@ -108,5 +108,33 @@ describe('a headless run attached to the editor', { timeout: 180_000 }, () => {
     expect(await tag.textContent()).toBe(`headless · ${hostname()}`);
     expect(await row.getAttribute('data-status')).toBe('completed');
     expect(errors).toEqual([]);
+  });
+
+  it('shows when the headless process is gone: detached, a command answered with a named error, then abandoned', async () => {
+    await srv.serve();
+    // A short grace period, so that the abandonment is seen in the test.
+    srv.server.attached.limits.graceMs = 8000;
+    const { page } = await srv.person('/?flow=support-triage');
+    await page
+      .locator('[data-testid="presence"][data-room="support-triage"][data-status="live"]')
+      .waitFor(WAIT);
+    const p = headless(srv.url);
+    await phase(page, 'waiting');
+    const badge = page.getByTestId('run-attached');
+    await page.locator('[data-testid="run-attached"][data-state="connected"]').waitFor(WAIT);
+    p.kill();
+    await p.exited;
+    await page.locator('[data-testid="run-attached"][data-state="detached"]').waitFor(WAIT);
+    expect(await badge.textContent()).toBe(
+      `headless on ${hostname()}, detached: commands wait for it to reconnect`,
+    );
+    await page.getByTestId('answer-option-yes').click();
+    const problem = page.getByTestId('run-problem');
+    await problem.waitFor(WAIT);
+    expect(await problem.textContent()).toMatch(/runs headless on .*, which is not connected now/);
+    await phase(page, 'interrupted');
+    await page.locator('[data-testid="run-attached"][data-state="abandoned"]').waitFor(WAIT);
+    const runId = (await page.getByTestId('run-panel').getAttribute('data-run-id'))!;
+    expect(srv.server.store.catalog.data.runs[runId]?.error?.code).toBe('attach_abandoned');
   });
 });
