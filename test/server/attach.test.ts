@@ -151,6 +151,14 @@ describe('/api/attach: what an attacher may write', () => {
       [
         {
           type: 'events',
+          events: [{ type: 'node.started', runId: 'run_local1', seq: 1, ts: 1, nodeId: 'not-in-the-flow' }],
+        },
+        /events\[0\] \(node\.started\): \/nodeId "not-in-the-flow" is not a node of the attached flow/,
+        'bad-event',
+      ],
+      [
+        {
+          type: 'events',
           events: [
             {
               type: 'turn.completed',

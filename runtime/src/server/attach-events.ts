@@ -59,6 +59,9 @@ export interface EventCursor {
   nextSeq: number;
   /** Set once the run's own final event was taken: nothing may follow. */
   ended: boolean;
+  /** The attached flow's node and edge ids: an event names only these. */
+  nodes: ReadonlySet<string>;
+  edges: ReadonlySet<string>;
 }
 
 /**
@@ -97,6 +100,17 @@ export function admitEvents(batch: unknown, cur: EventCursor, maxEvents: number)
         'bad-event',
         `${where} (${type}): ${e?.instancePath || '/'} ${e?.message ?? 'does not match event.schema.json'}`,
       );
+    }
+    for (const [field, ids] of [
+      ['nodeId', cur.nodes],
+      ['edgeId', cur.edges],
+    ] as const) {
+      const v = raw[field];
+      if (v !== undefined && (typeof v !== 'string' || !ids.has(v)))
+        throw new AttachProtocolError(
+          'bad-event',
+          `${where} (${type}): /${field} ${JSON.stringify(v).slice(0, 80)} is not ${field === 'nodeId' ? 'a node' : 'an edge'} of the attached flow`,
+        );
     }
     if (raw.seq !== seq)
       throw new AttachProtocolError(

@@ -233,7 +233,7 @@ export class AttachedRuns {
       await this.store.removeRun(runId);
       throw e;
     }
-    this.open(conn, rec, p.localRunId);
+    this.open(conn, rec, p.localRunId, p.flow);
     this.o.log.info({ runId, host: p.host, flowId: p.flow.id }, 'a headless run attached');
     return { runId, key, ackSeq: 0, flowKnown, flowStored };
   }
@@ -269,18 +269,21 @@ export class AttachedRuns {
         'too-many-runs',
         `${this.limits.maxAttached} runs are attached; retry later`,
       );
-    this.clearGrace(p.runId);
     // The last connection's writes reach the file first: the log then says where it stops.
     if (!old) await this.closingLogs.get(p.runId);
-    if (this.live.has(p.runId))
+    const spec = await this.store.readSpec(p.runId);
+    if (!spec) throw new AttachProtocolError('run-ended', `run ${p.runId} has lost its recorded flow`);
+    if (this.live.has(p.runId) || FINAL.has(rec.status))
       throw new AttachProtocolError(
         'not-your-run',
-        `run ${p.runId} was reattached by another connection meanwhile`,
+        `run ${p.runId} was reattached by another connection, or ended, meanwhile`,
       );
+    // After the waits: a close that ended meanwhile may have armed it.
+    this.clearGrace(p.runId);
     rec.attached.address = p.address;
     this.setState(rec, 'connected');
     this.saveSoon();
-    const l = this.open(conn, rec, p.localRunId);
+    const l = this.open(conn, rec, p.localRunId, spec.flow);
     this.o.log.info({ runId: p.runId, fromSeq: l.cursor.nextSeq - 1 }, 'a headless run reattached');
     return {
       runId: p.runId,
@@ -290,7 +293,7 @@ export class AttachedRuns {
     };
   }
 
-  private open(conn: AttachConnection, rec: RunRecord, localRunId: string): Live {
+  private open(conn: AttachConnection, rec: RunRecord, localRunId: string, flow: Flow): Live {
     const { log, commit } = this.store.openLog(rec.id);
     const l: Live = {
       runId: rec.id,
@@ -303,6 +306,8 @@ export class AttachedRuns {
         flowId: rec.flowId,
         nextSeq: log.lastSeq + 1,
         ended: FINAL.has(rec.status),
+        nodes: new Set(flow.nodes.map((n) => n.id)),
+        edges: new Set(flow.edges.map((e) => e.id)),
       },
       bucket: new RateBucket(this.limits.messagesPerSecond),
       bytes: 0,
