@@ -78,6 +78,11 @@ describe('a headless run attached to the editor', { timeout: 180_000 }, () => {
     for (const id of ['triage', 'billing-agent', 'refund-writer'])
       expect(await page.getByTestId(`node-${id}`).getAttribute('data-run-status'), id).toBe('completed');
     expect(await page.getByTestId('answer-question').textContent()).toContain('Send this refund reply?');
+    // The node counters come from the attached run's events, as for any run.
+    const counters = page.getByTestId('node-counters-refund-writer');
+    await counters.waitFor(WAIT);
+    expect(Number(await counters.getAttribute('data-turns'))).toBeGreaterThanOrEqual(1);
+    expect(await counters.textContent()).toMatch(/1 turn/);
     expect(await page.getByTestId('transcript-entry').count()).toBeGreaterThan(5);
     expect(p.err()).toContain(`as run ${runId}`);
 
