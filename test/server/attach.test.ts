@@ -347,6 +347,16 @@ describe('/api/attach: the run on the server', () => {
     expect((nodes as { nodes: unknown[] }).nodes.length).toBeGreaterThan(0);
     const cassette = await fetch(`${base}/api/runs/${runId}/cassette`);
     expect(cassette.status).toBe(200);
+    // And forks like any run: the server runs the fork itself, from the attached run's record.
+    const fork = await fetch(`${base}/api/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin },
+      body: JSON.stringify({ flowId: 'attached-flow', fromRun: runId, at: 'writer' }),
+    });
+    expect(fork.status).toBe(201);
+    const forkId = ((await fork.json()) as { run: { id: string } }).run.id;
+    await until(() => s.store.catalog.data.runs[forkId]?.status === 'completed', 'the fork completed');
+    expect(s.store.catalog.data.runs[forkId]).toMatchObject({ parentRunId: runId, source: 'api' });
     // Nothing may follow its final event.
     c.send({ type: 'events', events: [{ ...events[0], seq: events.length + 1 }] });
     await c.ended;
