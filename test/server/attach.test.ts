@@ -618,4 +618,30 @@ describe('/api/attach: commands from editors reach the headless run', () => {
     expect(JSON.stringify(local)).toContain('mind the budget');
     expect(s.store.readEvents(runId)).toEqual(local.map((e) => ({ ...e, runId })));
   }, 60_000);
+
+  it('a backlog goes out paced by the limits the server announces, in bounded messages, without a refusal', async () => {
+    const { s, base } = await listening({ attach: { messagesPerSecond: 10, maxBatch: 20 } });
+    const flow = slowChain('attach-backlog', 60, 0, 'x'.repeat(2000));
+    const local = await localEvents(flow, 'run_backlog');
+    // More messages (of at most 20 events) than the server's burst of 20: only pacing gets them in.
+    expect(local.length).toBeGreaterThan(500);
+    const notices: string[] = [];
+    const client = new AttachClient({
+      url: base,
+      flow,
+      input: 'go',
+      localRunId: 'run_backlog',
+      notice: (l) => notices.push(l),
+      onCommand: () => {},
+    });
+    // The run is over before the server is reached: everything is a backlog.
+    for (const e of local) client.push(e);
+    client.start();
+    const runId = await until(() => client.serverRunId, 'the welcome');
+    expect(await client.drain(30_000)).toBe(true);
+    client.close();
+    await until(() => s.store.catalog.data.runs[runId]?.status === 'completed', 'completed on the server');
+    expect(s.store.readEvents(runId)).toEqual(local.map((e) => ({ ...e, runId })));
+    expect(notices.join('')).not.toMatch(/refused|lost/);
+  }, 60_000);
 });

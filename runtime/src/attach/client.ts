@@ -40,8 +40,15 @@ export interface AttachClientOptions {
 
 const COMMANDS = new Set(['pause', 'resume', 'step', 'cancel', 'inject', 'answer', 'breakpoint']);
 
-/** Close codes after which reconnecting cannot help. */
-const FINAL_CLOSES = new Set([4400, 4403, 4409, 4413]);
+/** Close codes after which reconnecting cannot help (1009: a message too big for the server). */
+const FINAL_CLOSES = new Set([1009, 4400, 4403, 4409, 4413]);
+
+/** The server's message limit (WS_MAX_PAYLOAD), less room for the envelope. */
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024 - 1024;
+/** Characters of events batched in one message: at most 3 MiB of UTF-8, under the limit. */
+const MESSAGE_CHARS = 1024 * 1024;
+/** Messages sent and not yet acknowledged. */
+const MAX_IN_FLIGHT = 8;
 
 /** `http://h:p[/…]` → `ws://h:p/api/attach`. */
 export function attachUrl(url: string): string {
@@ -90,6 +97,14 @@ export class AttachClient {
   private pending: RunEvent[] = [];
   /** The last seq sent on the current connection. */
   private sentSeq = 0;
+  /** The last seq of each message sent and not yet acknowledged. */
+  private inFlight: number[] = [];
+  /** The server's limits from its welcome: events per message, messages per second. */
+  private maxBatch = Number.POSITIVE_INFINITY;
+  private perSecond = Number.POSITIVE_INFINITY;
+  /** When the messages of the last second were sent (pacing under the server's rate). */
+  private sentAt: number[] = [];
+  private paceTimer: ReturnType<typeof setTimeout> | undefined;
   private acked = 0;
   private runId: string | undefined;
   private key: string | undefined;
@@ -153,17 +168,54 @@ export class AttachClient {
     });
   }
 
+  /**
+   * Sends what the server does not have yet, in messages of at most `batch` events and
+   * MESSAGE_CHARS (an event bigger than that goes alone), with at most MAX_IN_FLIGHT messages unacknowledged: a long backlog (after a
+   * reconnect) goes out at the pace the server stores it, within its message and rate limits.
+   */
   private flush(): void {
     const ws = this.ws;
     if (this.state !== 'attached' || !ws || ws.readyState !== WebSocket.OPEN) return;
-    const batch = this.o.batch ?? 500;
+    const batch = Math.min(this.o.batch ?? 500, this.maxBatch);
     let from = this.pending.findIndex((e) => e.seq > this.sentSeq);
     if (from === -1) return;
-    while (from < this.pending.length) {
-      const events = this.pending.slice(from, from + batch);
-      ws.send(JSON.stringify({ type: 'events', events }));
-      this.sentSeq = events.at(-1)!.seq;
-      from += events.length;
+    while (from < this.pending.length && this.inFlight.length < MAX_IN_FLIGHT) {
+      const now = Date.now();
+      this.sentAt = this.sentAt.filter((t) => now - t < 1000);
+      if (this.sentAt.length >= this.perSecond) {
+        // The server's rate is spent for this second: the rest goes when it is not.
+        if (!this.paceTimer) {
+          this.paceTimer = setTimeout(
+            () => {
+              this.paceTimer = undefined;
+              this.flush();
+            },
+            1000 - (now - this.sentAt[0]!),
+          );
+          this.paceTimer.unref?.();
+        }
+        return;
+      }
+      this.sentAt.push(now);
+      const parts: string[] = [];
+      let chars = 0;
+      while (from < this.pending.length && parts.length < batch) {
+        const ev = this.pending[from]!;
+        const text = JSON.stringify(ev);
+        if (text.length > MESSAGE_CHARS && Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
+          this.refuse(
+            `event seq ${ev.seq} (${ev.type}) is ${Buffer.byteLength(text)} bytes, more than one message to the server may carry`,
+          );
+          return;
+        }
+        if (parts.length > 0 && chars + text.length > MESSAGE_CHARS) break;
+        parts.push(text);
+        chars += text.length + 1;
+        from++;
+      }
+      ws.send(`{"type":"events","events":[${parts.join(',')}]}`);
+      this.sentSeq = this.pending[from - 1]!.seq;
+      this.inFlight.push(this.sentSeq);
     }
   }
 
@@ -218,7 +270,13 @@ export class AttachClient {
         hello.flow = this.o.flow;
         hello.input = this.o.input ?? null;
       }
-      ws.send(JSON.stringify(hello));
+      const text = JSON.stringify(hello);
+      const size = Buffer.byteLength(text);
+      if (size > MAX_MESSAGE_BYTES)
+        return this.refuse(
+          `the flow and input are ${size} bytes, more than one message to the server may carry (${MAX_MESSAGE_BYTES})`,
+        );
+      ws.send(text);
     });
     ws.on('message', (data) => this.onMessage(ws, data.toString()));
     ws.on('error', () => {});
@@ -246,6 +304,12 @@ export class AttachClient {
         this.runId = String(msg.runId);
         if (typeof msg.key === 'string') this.key = msg.key;
         const ackSeq = Number(msg.ackSeq) || 0;
+        this.inFlight = [];
+        const limits = msg.limits as { maxBatch?: unknown; messagesPerSecond?: unknown } | undefined;
+        if (typeof limits?.maxBatch === 'number' && limits.maxBatch >= 1) this.maxBatch = limits.maxBatch;
+        // A margin under the server's rate (its bucket also allows a burst of twice that).
+        if (typeof limits?.messagesPerSecond === 'number' && limits.messagesPerSecond >= 1)
+          this.perSecond = Math.max(1, Math.floor(limits.messagesPerSecond * 0.9));
         this.ack(ackSeq);
         this.sentSeq = ackSeq;
         this.state = 'attached';
@@ -281,6 +345,9 @@ export class AttachClient {
   private ack(seq: number): void {
     if (seq <= this.acked) return;
     this.acked = seq;
+    const before = this.inFlight.length;
+    this.inFlight = this.inFlight.filter((s) => s > seq);
+    if (this.inFlight.length < before) this.flushSoon();
     let n = 0;
     while (n < this.pending.length && this.pending[n]!.seq <= seq) n++;
     if (n > 0) this.pending = this.pending.slice(n);
@@ -338,6 +405,7 @@ export class AttachClient {
   close(): void {
     this.state = 'closed';
     if (this.timer) clearTimeout(this.timer);
+    if (this.paceTimer) clearTimeout(this.paceTimer);
     this.ws?.close(1000, 'the run has ended');
     this.ws = undefined;
   }

@@ -5,7 +5,7 @@
  *
  *   → { type: "hello", protocol: 1, host, localRunId, flow, input }        a new run
  *   → { type: "hello", protocol: 1, host, localRunId, resume: { runId, key } }  its process again
- *   ← { type: "welcome", runId, key?, ackSeq, flowKnown }
+ *   ← { type: "welcome", runId, key?, ackSeq, flowKnown, limits: { maxBatch, messagesPerSecond } }
  *   → { type: "events", events: [RunEvent…] }   seq contiguous after ackSeq, runId = localRunId
  *   ← { type: "ack", seq }                     every event up to seq is on the server's disk
  *   ← { type: "command", command }             pause, resume, step, cancel, inject, answer, breakpoint
@@ -189,6 +189,11 @@ export function registerAttachRoute(app: FastifyInstance, attached: AttachedRuns
           ...(s.key ? { key: s.key } : {}),
           ackSeq: s.ackSeq,
           flowKnown: s.flowKnown,
+          // What a message may hold and how often: the client paces itself by them.
+          limits: {
+            maxBatch: attached.limits.maxBatch,
+            messagesPerSecond: attached.limits.messagesPerSecond,
+          },
           ...(s.flowStored ? { flowStored: true } : {}),
           server: hostname(),
         });
