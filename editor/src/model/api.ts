@@ -42,6 +42,16 @@ export interface RunSummary {
   /** A fork: the run it started from, and at which node's turn. */
   parentRunId?: string;
   forkedAt?: { nodeId: string; turn: number };
+  /** A headless run streamed here by `switchboard run --attach`: where from, and its link now. */
+  attached?: AttachedLink;
+}
+
+/** `connected` takes commands; `detached` waits for its process; `abandoned`, `ended`: over. */
+export interface AttachedLink {
+  host: string;
+  state: 'connected' | 'detached' | 'abandoned' | 'ended';
+  since: string;
+  flowKnown?: boolean;
 }
 
 /** A command to a live run, as `POST /api/runs/:id/commands` takes it. */
@@ -244,7 +254,16 @@ export class FlowApi {
     );
   }
 
-  /** The newest runs of a flow, newest first. */
+  /** One run as the server lists it. */
+  async getRun(runId: string): Promise<RunSummary> {
+    const r = await this.call<{ run: RunSummary }>(
+      'GET',
+      `/api/runs/${encodeURIComponent(runId)}`,
+      'Reading the run',
+    );
+    return r.run;
+  }
+
   /** A run's log (what is on the server's disk), read in pages from `after`. */
   async runEvents(runId: string, after = 0): Promise<RunEvent[]> {
     const out: RunEvent[] = [];

@@ -15,7 +15,13 @@
  */
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 import { setOwn } from '@switchboard/schemas/core';
-import { ApiError, type FlowApi, type RunCommandBody, type RunSummary } from '../model/api.js';
+import {
+  ApiError,
+  type AttachedLink,
+  type FlowApi,
+  type RunCommandBody,
+  type RunSummary,
+} from '../model/api.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { RunState } from '../store/runState.js';
 import { type Comparison, compareRuns } from './compare.js';
@@ -44,7 +50,12 @@ export interface RunSnapshot {
   scrub?: number;
   /** Two runs compared (their paths marked on the canvas). */
   comparison?: Comparison;
+  /** The followed run runs headless elsewhere and is attached here (`switchboard run --attach`). */
+  attached?: AttachedLink;
 }
+
+/** How often an attached run's link is read again while it may change (connected or detached). */
+export const ATTACHED_POLL_MS = 3000;
 
 /** A run untouched for this long is not opened unannounced, and one that waits is marked stale. */
 export const STALE_MS = 10 * 60_000;
@@ -109,6 +120,7 @@ export class RunSession {
   /** The followed run at its durable watermark, and the events applied after it. */
   private durable: DurableState = { view: EMPTY_VIEW, run: new RunState() };
   private tail: RunEvent[] = [];
+  private attachTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly o: RunSessionOptions) {
     this.socket = new RunEventsSocket({
@@ -152,6 +164,26 @@ export class RunSession {
 
   stop(): void {
     this.socket.stop();
+    if (this.attachTimer) clearTimeout(this.attachTimer);
+  }
+
+  /**
+   * Reads whether the followed run is a headless one attached here, and keeps reading while its
+   * link may change (the process may go away, or come back).
+   */
+  private async readAttached(runId: string): Promise<void> {
+    if (this.attachTimer) clearTimeout(this.attachTimer);
+    this.attachTimer = undefined;
+    let run: RunSummary;
+    try {
+      run = await this.o.api.getRun(runId);
+    } catch {
+      return;
+    }
+    if (this.followed !== runId) return;
+    this.update({ attached: run.attached });
+    if (run.attached && (run.attached.state === 'connected' || run.attached.state === 'detached'))
+      this.attachTimer = setTimeout(() => void this.readAttached(runId), ATTACHED_POLL_MS);
   }
 
   /**
@@ -211,8 +243,11 @@ export class RunSession {
       opened: undefined,
       skipped: undefined,
       scrub: undefined,
+      attached: undefined,
     });
     if (socket) this.socket.watchRun(runId);
+    // Runs this editor started are the server's own.
+    if (!this.mine.has(runId)) void this.readAttached(runId);
   }
 
   private onEvents(runId: string, events: RunEvent[]): void {
@@ -435,6 +470,7 @@ export class RunSession {
       return true;
     } catch (e) {
       this.update({ problem: (e as Error).message });
+      if (this.snapshot.attached) void this.readAttached(runId);
       return false;
     } finally {
       this.update({ busy: false });

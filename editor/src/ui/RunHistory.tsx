@@ -201,7 +201,21 @@ export function RunHistory({ runs }: { runs: RunSession }) {
                   <span title={r.createdAt}>{ago(r.createdAt, now)}</span>
                   <span>{duration(r)}</span>
                   {tokens !== undefined && <span>{formatTokens(tokens)} tokens</span>}
-                  {r.source && r.source !== 'api' && <span>via {r.source}</span>}
+                  {r.attached ? (
+                    <span
+                      className="sb-history-attached"
+                      data-testid="history-attached"
+                      data-state={r.attached.state}
+                      title={`Run headless by \`switchboard run --attach\` on ${r.attached.host} (${r.attached.state})`}
+                    >
+                      headless · {r.attached.host}
+                      {r.attached.state === 'connected' || r.attached.state === 'ended'
+                        ? ''
+                        : ` · ${r.attached.state}`}
+                    </span>
+                  ) : (
+                    r.source && r.source !== 'api' && <span>via {r.source}</span>
+                  )}
                   {r.forkedAt && (
                     <span
                       className="sb-history-fork"

@@ -242,6 +242,26 @@ function Output({ snap }: { snap: RunSnapshot }) {
   return null;
 }
 
+/** A headless run streamed here: where it runs, and whether its process is there to take commands. */
+function AttachedBadge({ link }: { link: NonNullable<RunSnapshot['attached']> }) {
+  const text =
+    link.state === 'connected' || link.state === 'ended'
+      ? `headless, attached from ${link.host}`
+      : link.state === 'detached'
+        ? `headless on ${link.host}, detached: commands wait for it to reconnect`
+        : `headless on ${link.host}, abandoned`;
+  return (
+    <span
+      className={`sb-attached sb-attached-${link.state}`}
+      data-testid="run-attached"
+      data-state={link.state}
+      title={`This run runs in a \`switchboard run --attach\` process on ${link.host}; its events stream here (${link.state} since ${link.since})`}
+    >
+      {text}
+    </span>
+  );
+}
+
 function OfflinePanel() {
   return (
     <section className="sb-run sb-run-offline" data-testid="run-panel" data-phase="offline" aria-label="Run">
@@ -364,6 +384,7 @@ function LivePanel({ runs }: { runs: RunSession }) {
             SCRIPTED MODELS
           </span>
         )}
+        {snap.attached && <AttachedBadge link={snap.attached} />}
         <span className="sb-sep" />
         <button
           type="button"

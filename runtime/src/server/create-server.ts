@@ -13,6 +13,8 @@ import type { LogLine } from '../store/event-log.js';
 import { isStorageFault, toStorageError } from '../store/storage-error.js';
 import { lowSpaceFromEnv, type StorageHealthOptions } from '../store/storage-health.js';
 import { Store } from '../store/store.js';
+import { AttachedRuns, type AttachLimits } from './attach-host.js';
+import { registerAttachRoute } from './attach-route.js';
 import { defaultEditorDir } from './editor-dir.js';
 import { installErrorHandling } from './errors.js';
 import { EventHub, type HubOptions } from './event-hub.js';
@@ -107,6 +109,8 @@ export interface ServerOptions {
   secretsConfig?: string;
   /** `--allow-secret NAME=HOST[,HOST]` values. */
   allowSecrets?: string[];
+  /** Headless runs attached over `/api/attach`: caps, rates, and how long a detached one waits. */
+  attach?: Partial<AttachLimits>;
   /** MCP sessions of `/mcp` kept at once (default 256; the least recently used is closed past it). */
   mcpSessions?: number;
 }
@@ -115,6 +119,8 @@ export interface SwitchboardServer {
   app: FastifyInstance;
   store: Store;
   runs: RunManager;
+  /** Runs hosted by headless processes (`switchboard run --attach`). */
+  attached: AttachedRuns;
   hub: EventHub;
   rooms: YjsRooms;
   /** Saves rooms to the catalog and shows REST writes in open rooms. */
@@ -311,6 +317,22 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   const rooms = new YjsRooms(roomStore.hooks(options.rooms));
   roomStore.attach(rooms);
 
+  // Headless runs streamed here: recorded like any run, hosted (and commanded) by their process.
+  const attached = new AttachedRuns({
+    store,
+    log: app.log,
+    limits: options.attach,
+    publish: (runId, events, lines) => hub.publish(runId, events, lines),
+    publishWritten: (runId, events, lines) => hub.publishWritten(runId, events, lines),
+    // Created only under a free id no editor has open: an attacher never replaces a flow.
+    storeFlow: async (flow, by) => {
+      if (!records.isFree(flow.id) || roomStore.isOpen(flow.id)) return false;
+      await records.put(flow, 'create', { by });
+      return true;
+    },
+  });
+  runs.remote = attached;
+
   await app.register(fastifyWebsocket, {
     options: {
       maxPayload: WS_MAX_PAYLOAD,
@@ -354,6 +376,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     origins: () => origins,
     ...(options.mcpSessions ? { maxSessions: options.mcpSessions } : {}),
   });
+  registerAttachRoute(app, attached);
   app.get('/api/ws', { websocket: true, schema: { summary: 'Run events (WebSocket)' } }, (socket) => {
     hub.attach(socket);
   });
@@ -386,6 +409,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
       { maxRuns },
       `the open-files limit allows ${maxRuns} live runs at once, not ${DEFAULT_MAX_RUNS} (raise ulimit -n or set --max-runs)`,
     );
+  if (options.recover !== false) attached.recover();
   const recovered =
     options.recover === false
       ? { resumed: [], interrupted: [], final: [], paused: [] }
@@ -398,6 +422,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     app,
     store,
     runs,
+    attached,
     hub,
     rooms,
     roomStore,
@@ -433,6 +458,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
       await step(() => mcp.close());
       // Before the store closes: what the editors changed last is saved.
       await step(() => rooms.closeAll());
+      await step(() => attached.closeAll());
       await step(() => runs.detachAll());
       await step(() => app.close());
       if (ownStore) await step(() => store.close());

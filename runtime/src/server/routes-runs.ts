@@ -279,7 +279,14 @@ export function registerRunRoutes(
     async (req, reply) => {
       const r = getRun(req.params.id);
       const cmd = parseCommand(req.body);
-      if (!runs.isLive(r.id)) {
+      if (!runs.isLive(r.id) && !runs.hostedElsewhere(r.id)) {
+        // A headless run's engine state lives in its process: this server holds only its log.
+        if (r.attached)
+          throw new HttpError(
+            409,
+            'run-detached',
+            `run ${r.id} ran headless on ${r.attached.host} and is ${r.status}; it cannot be continued on this server (fork it to run it here)`,
+          );
         // A run no process hosts (interrupted, or left by a crash) continues from its checkpoint.
         if (
           cmd.type === 'resume' &&

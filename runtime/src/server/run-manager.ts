@@ -102,6 +102,13 @@ export class FlowInvalidError extends Error {
   }
 }
 
+/** Runs another process hosts and streams here (attach-host.ts): commands go to that process. */
+export interface RemoteRuns {
+  owns(runId: string): boolean;
+  isLive(runId: string): boolean;
+  command(runId: string, cmd: RunCommand): void;
+}
+
 interface Active {
   runId: string;
   record: RunRecord;
@@ -137,12 +144,15 @@ export class RunManager {
 
   private readonly recovery: RunRecovery;
 
+  /** Attached runs: hosted by their own process, never resumed or commanded here. */
+  remote: RemoteRuns | undefined;
+
   constructor(private readonly o: RunManagerOptions) {
     this.log = o.logger ?? silent;
     this.recovery = new RunRecovery({
       store: o.store,
       log: this.log,
-      hosted: (runId) => this.active.has(runId),
+      hosted: (runId) => this.active.has(runId) || this.remote?.owns(runId) === true,
       closing: () => this.closing || o.autoResume === false,
       loadEngine: () => this.loadEngine(),
       launch: (runFlow, rec, spec, cp) => this.launch(runFlow, rec, spec, cp),
@@ -164,7 +174,12 @@ export class RunManager {
   /** Hosted here and recording (a run the disk stopped is not, even while its files close). */
   isLive(runId: string): boolean {
     const a = this.active.get(runId);
-    return a !== undefined && !a.detached;
+    return (a !== undefined && !a.detached) || this.remote?.isLive(runId) === true;
+  }
+
+  /** Hosted by another process (attached), connected or not: commands go through `command`. */
+  hostedElsewhere(runId: string): boolean {
+    return this.remote?.owns(runId) === true;
   }
 
   get liveCount(): number {
@@ -505,6 +520,10 @@ export class RunManager {
   }
 
   command(runId: string, cmd: RunCommand): void {
+    if (this.remote?.owns(runId)) {
+      this.remote.command(runId, cmd);
+      return;
+    }
     const a = this.active.get(runId);
     if (!a) {
       const rec = this.store.catalog.data.runs[runId];

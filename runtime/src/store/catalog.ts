@@ -62,13 +62,31 @@ export interface RunRecord {
   /** How many times this run was resumed after its process stopped. */
   resumes: number;
   /** Where it was started from. */
-  source: 'api' | 'cli' | 'mcp';
+  source: 'api' | 'cli' | 'mcp' | 'attach';
   scripted?: boolean;
   /** A fork: the run it started from, and where (its recorded state up to that node's turn). */
   parentRunId?: string;
   forkedAt?: { nodeId: string; turn: number };
   /** Set while the run is paused because its log or checkpoint could not be written. */
   pausedBy?: RunStop;
+  /** A run another process hosts and streams here (`switchboard run --attach`). */
+  attached?: AttachInfo;
+}
+
+/**
+ * An attached run's link to its process: `connected` (streaming, takes commands), `detached`
+ * (its process went away; it may reconnect within the grace period), `abandoned` (it did not:
+ * the run was interrupted by that name), `ended` (its final event arrived).
+ */
+export interface AttachInfo {
+  /** The host the process said it runs on, and the address it connected from. */
+  host: string;
+  address: string;
+  state: 'connected' | 'detached' | 'abandoned' | 'ended';
+  /** When the state last changed. */
+  since: string;
+  /** Whether the server held a flow with this id when the run attached. */
+  flowKnown: boolean;
 }
 
 export interface CatalogData {

@@ -34,6 +34,8 @@ export interface RunCliOptions extends OperatorFlags {
   at?: string;
   data?: string;
   elicitation?: string;
+  attach?: string;
+  token?: string;
 }
 
 const EVENT_MODES = ['pretty', 'jsonl', 'none'] as const;
@@ -227,7 +229,8 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   const baseDir = dirname(resolve(file));
   const interactive = ctx.isTTY && (ctx.stdin as { isTTY?: boolean } | undefined)?.isTTY === true;
 
-  const options: RunOptions = { baseDir, humanInput: interactive ? 'wait' : 'fail' };
+  // Attached, a human node waits for its answer from an editor.
+  const options: RunOptions = { baseDir, humanInput: interactive || opts.attach ? 'wait' : 'fail' };
   let policy: Awaited<ReturnType<typeof operatorPolicyOf>>;
   try {
     policy = await operatorPolicyOf(opts);
@@ -298,6 +301,18 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     }
   }
 
+  let attach: import('../attach-run.js').AttachedCli | undefined;
+  if (opts.attach !== undefined) {
+    const { startAttach } = await import('../attach-run.js');
+    try {
+      const token = opts.token ?? (process.env.SWITCHBOARD_TOKEN || undefined);
+      attach = startAttach({ url: opts.attach, ...(token ? { token } : {}), flow, input }, ctx);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+    options.runId = attach.localRunId;
+  }
+
   const { runFlow } = await import('../../engine/index.js');
   const pretty = mode === 'pretty' ? prettyPrinter(ctx) : undefined;
   let rl: ReturnType<typeof createInterface> | undefined;
@@ -305,6 +320,7 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
   const handle = runFlow(flow, input, {
     ...options,
     onEvent: (e) => {
+      attach?.push(e);
       if (recorder) recorded.push(e);
       if (mode === 'jsonl') ctx.out(`${JSON.stringify(e)}\n`);
       else pretty?.(e);
@@ -320,6 +336,7 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
       }
     },
   });
+  attach?.bind((cmd) => handle.send(cmd));
   const onSigint = () => handle.send({ type: 'cancel', reason: 'interrupted (SIGINT)' });
   process.once('SIGINT', onSigint);
   let result: Awaited<typeof handle.result>;
@@ -330,6 +347,7 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     rl?.close();
     void pendingQuestion;
     await shutdown?.().catch(() => {});
+    await attach?.finish();
   }
   if (forker?.miss) {
     ctx.err(
@@ -400,7 +418,12 @@ export function registerRun(program: Command, ctx: CliContext): void {
     .option('--record <file>', 'write a cassette: every model request and reply, every tool call and result')
     .option('--from <run-id>', 'fork a stored run: its recorded state up to --at, live from there')
     .option('--at <node[:turn]>', 'with --from: the node (and its turn, from 1) where the fork goes live')
-    .option('--data <dir>', 'with --from: the data directory the run is stored in');
+    .option('--data <dir>', 'with --from: the data directory the run is stored in')
+    .option(
+      '--attach <url>',
+      'stream the run to a `switchboard serve` server (its editors watch and command it); the run stays local',
+    )
+    .option('--token <token>', 'with --attach: the server token (default SWITCHBOARD_TOKEN)');
   addOperatorFlags(cmd).action(async (file: string, opts: RunCliOptions) => {
     try {
       ctx.setExit(await runCommand(file, opts, ctx));
