@@ -52,6 +52,7 @@ import {
   type ModelProvider,
   type ModelRequest,
 } from '../models/types.js';
+import { pinnedBehaviors } from '../pins/behavior.js';
 import type { ElicitationAnswer, ElicitationAsk, ToolHandle, ToolHostContext } from '../tools/types.js';
 import { type AcpBackendConfig, type AcpSession, acpBehavior } from './acp-agent.js';
 import { type BudgetHit, BudgetTracker } from './budgets.js';
@@ -168,6 +169,8 @@ export class Run {
   private nestedCount = 0;
   /** Writes the `model.request` events; made on the run's first model call. */
   private recorder: RequestRecorder | undefined;
+  /** Behaviours of pinned nodes (../pins/), when the run has pins. */
+  private readonly pinned: Map<string, FlowBehavior> | undefined;
   /**
    * Whether an inbox item or a handover floor was ever set in this run (a resumed run may carry
    * some): until then a step does not look its node up in those tables.
@@ -200,6 +203,7 @@ export class Run {
     this.maxSteps = b.maxSteps ?? DEFAULT_MAX_STEPS;
     this.maxTokens = b.maxTokens;
     this.budgets = BudgetTracker.create(flow, b, new Set(this.graph.members.keys()));
+    this.pinned = options.pins?.length ? pinnedBehaviors(options.pins, flow) : undefined;
     this.timeoutMs = b.timeoutMs;
     const cp = options.resume?.data as CheckpointData | undefined;
     if (options.resume) {
@@ -415,6 +419,7 @@ export class Run {
           flowId: this.flow.id,
           input: this.input as never,
           ...(fork ? { forkedFrom: fork } : {}),
+          ...(this.options.pins?.length ? { pins: this.options.pins } : {}),
         });
         this.appendMessage(cx, { role: 'user', author: 'user', content: cx.data.task });
       }
@@ -1430,6 +1435,8 @@ export class Run {
 
   /** The behaviour that runs a node on the control path. */
   private flowBehavior(node: GNode): FlowBehavior {
+    const pinned = this.pinned?.get(node.id);
+    if (pinned) return pinned;
     const beh =
       node.role === 'agent' && node.config.backend !== undefined
         ? this.acpBehavior()
