@@ -18,9 +18,10 @@ import type { Command } from 'commander';
 import type { RunOptions } from '../../engine/types.js';
 import { type CliContext, EXIT } from '../context.js';
 import { addOperatorFlags, type OperatorFlags, operatorPolicyOf } from '../operator-flags.js';
+import { addPinFlags, type PinFlags } from '../pin-flags.js';
 import { formatProblem } from './validate.js';
 
-export interface RunCliOptions extends OperatorFlags {
+export interface RunCliOptions extends OperatorFlags, PinFlags {
   input?: string;
   inputFile?: string;
   answers?: string;
@@ -136,6 +137,9 @@ function prettyPrinter(ctx: CliContext): (e: RunEvent) => void {
         break;
       case 'tool.denied':
         line(`  ✖ ${e.tool} denied: ${e.reason}`);
+        break;
+      case 'node.pinned':
+        line(`  📌 pinned: output of run ${e.fromRun}, turn ${e.fromTurn}${e.stale ? ' (stale)' : ''}`);
         break;
       case 'handover':
         line(`  → ${e.to} (${e.edgeId})`);
@@ -298,6 +302,14 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     }
   }
 
+  const { applyPinFlags, PinFlagError } = await import('../pin-flags.js');
+  try {
+    await applyPinFlags(opts, file, flow, options, (l) => ctx.err(`${l}\n`));
+  } catch (e) {
+    if (e instanceof PinFlagError) throw new UsageError(e.message);
+    throw e;
+  }
+
   const { runFlow } = await import('../../engine/index.js');
   const pretty = mode === 'pretty' ? prettyPrinter(ctx) : undefined;
   let rl: ReturnType<typeof createInterface> | undefined;
@@ -400,8 +412,8 @@ export function registerRun(program: Command, ctx: CliContext): void {
     .option('--record <file>', 'write a cassette: every model request and reply, every tool call and result')
     .option('--from <run-id>', 'fork a stored run: its recorded state up to --at, live from there')
     .option('--at <node[:turn]>', 'with --from: the node (and its turn, from 1) where the fork goes live')
-    .option('--data <dir>', 'with --from: the data directory the run is stored in');
-  addOperatorFlags(cmd).action(async (file: string, opts: RunCliOptions) => {
+    .option('--data <dir>', 'with --from or --pin: the data directory the run is stored in');
+  addOperatorFlags(addPinFlags(cmd)).action(async (file: string, opts: RunCliOptions) => {
     try {
       ctx.setExit(await runCommand(file, opts, ctx));
     } catch (e) {
