@@ -165,7 +165,7 @@ describe('pins over REST', () => {
 
   it('refuses bad pins with errors that name what and where', async () => {
     const cases: Array<[string, string, unknown, number, string]> = [
-      ['nope', 'writer', { fromRun: past }, 404, 'no flow nope'],
+      ['nope', 'writer', { fromRun: past }, 400, `is a run of flow "doc", not of "nope"`],
       ['doc', 'ghost', { fromRun: past }, 400, 'flow doc has no node "ghost"'],
       ['doc', '__proto__', { fromRun: past }, 400, '"__proto__" is not a usable node id'],
       ['doc', 'constructor', { fromRun: past }, 400, 'not a usable node id'],

@@ -56,19 +56,23 @@ export interface PinRoutesDeps {
 }
 
 export function registerPinRoutes(app: FastifyInstance, d: PinRoutesDeps): void {
-  const flowOf = async (id: string): Promise<Flow> => {
+  /**
+   * The stored flow; undefined for a flow the editor runs without having saved it (its runs
+   * carry its id, and so do its pins); a deleted flow is gone (410).
+   */
+  const flowOf = async (id: string): Promise<Flow | undefined> => {
     await d.settleFlow(id);
     const rec = d.records.get(id);
     if (rec) return rec.flow as Flow;
     const tomb = d.records.deleted(id);
     if (tomb) throw goneError(tomb);
-    throw new HttpError(404, 'not-found', `no flow ${id}`);
+    return undefined;
   };
   const nodeParam = (nodeId: string): string => {
     if (isReservedName(nodeId)) throw new HttpError(400, 'bad-pin', `"${nodeId}" is not a usable node id`);
     return nodeId;
   };
-  const changed = async (flowId: string, flow: Flow, doc: PinsDocument): Promise<PinView[]> => {
+  const changed = async (flowId: string, flow: Flow | undefined, doc: PinsDocument): Promise<PinView[]> => {
     const views = pinViews(doc, flow);
     d.notify(flowId, views);
     return views;
@@ -118,8 +122,8 @@ export function registerPinRoutes(app: FastifyInstance, d: PinRoutesDeps): void 
       const { id } = req.params;
       const nodeId = nodeParam(req.params.nodeId);
       const { fromRun, turn } = req.body;
-      const flow = await flowOf(id);
-      if (!flow.nodes.some((n) => n.id === nodeId))
+      const stored = await flowOf(id);
+      if (stored && !stored.nodes.some((n) => n.id === nodeId))
         throw new HttpError(400, 'bad-pin', `flow ${id} has no node "${nodeId}"`);
       if (!RUN_ID_RE.test(fromRun))
         throw new HttpError(
@@ -138,6 +142,8 @@ export function registerPinRoutes(app: FastifyInstance, d: PinRoutesDeps): void 
         );
       const spec = await d.store.readSpec(fromRun);
       if (!spec) throw new HttpError(404, 'not-found', `run ${fromRun} has no spec`);
+      // Not saved on the server: the flow as that run ran it stands for it.
+      const flow = stored ?? spec.flow;
       let pin: Pin;
       try {
         pin = pinFromRun(fromRun, { flow: spec.flow, events: d.store.readEvents(fromRun) }, nodeId, turn);
