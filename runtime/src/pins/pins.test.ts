@@ -5,7 +5,10 @@
  */
 import { checkPinsDocument, type Pin, type RunEvent } from '@switchboard/schemas';
 import { describe, expect, it } from 'vitest';
+import { cassetteFromLog } from '../cassette/from-log.js';
+import { replayCassette } from '../cassette/replay-run.js';
 import { agent, collectRun, edge, flow, node, recordingModels } from '../engine/testing/index.js';
+import { diffRuns, summarize } from '../run-diff/diff.js';
 import { PinError, parsePinFlag, pinFromRun } from './index.js';
 
 /** start → writer → d (llm decider) → a | b → end */
@@ -87,6 +90,28 @@ describe('pins in the engine', () => {
     const writerTurn = of(events, 'turn.completed').find((e) => e.nodeId === 'writer')!;
     expect(writerTurn.usage).toEqual({ promptTokens: 0, completionTokens: 0 });
     expect(of(events, 'run.started')[0]!.pins).toEqual(pins);
+  });
+
+  it('a replay of a pinned run pins the same nodes and matches; diff tells a pinned node from a live one', async () => {
+    const past = await firstRun();
+    const pin = pinFromRun('run-first', { flow: routed([]), events: past.events }, 'writer');
+    const f = routed(liveScript);
+    const pinned = await collectRun(f, 'write', { pins: [pin], runId: 'run-pinned' });
+    const { cassette } = cassetteFromLog({ flow: f, input: 'write', events: pinned.events });
+    const replay = await replayCassette(cassette);
+    expect(replay.miss).toBeUndefined();
+    expect(replay.result.status).toBe('completed');
+    expect(replay.comparison).toMatchObject({ same: true });
+    expect(replay.events.filter((e) => e.type === 'node.pinned').map((e) => e.nodeId)).toEqual(['writer']);
+
+    const live = await collectRun(f, 'write', { runId: 'run-live' });
+    const d = diffRuns(summarize('run-live', live.events), summarize('run-pinned', pinned.events));
+    expect(d.find((x) => x.what === 'pinned')).toMatchObject({
+      node: 'writer',
+      a: [],
+      b: ['run-first:1'],
+      detail: 'node "writer" ran live and was pinned (run-first:1)',
+    });
   });
 
   it('an agent’s handover choice made with a handover tool is pinned and replayed', async () => {
