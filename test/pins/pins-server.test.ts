@@ -161,6 +161,11 @@ describe('pins over REST', () => {
     expect((await s.req({ method: 'DELETE', url: '/api/flows/doc/pins/d' })).statusCode).toBe(200);
     expect((await s.req({ method: 'GET', url: '/api/flows/doc/pins' })).json().pins).toEqual([]);
     expect((await run({ flowId: 'doc' })).events.some((e) => e.type === 'node.pinned')).toBe(false);
+
+    // A fork of the pinned run keeps that run's pins upstream (it made no model call for them).
+    const fork = await run({ flowId: 'doc', fromRun: pinned.id, at: 'b' });
+    expect(fork.events.at(-1)).toMatchObject({ type: 'run.completed', output: 'from b' });
+    expect(fork.events.filter((e) => e.type === 'node.pinned').map((e) => e.nodeId)).toEqual(['writer', 'd']);
   });
 
   it('refuses bad pins with errors that name what and where', async () => {
