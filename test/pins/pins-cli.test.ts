@@ -93,6 +93,26 @@ const eventsOf = (out: string) =>
     .map((l) => JSON.parse(l) as RunEvent);
 const requested = (ev: RunEvent[]) => ev.filter((e) => e.type === 'model.request').map((e) => e.nodeId);
 
+/** A run of FLOW stored in the data directory the way the server stores it, with pins. */
+async function storePinnedRun(pins: unknown[]): Promise<string> {
+  const { Store } = await import('../../runtime/src/store/store.js');
+  const { RunManager } = await import('../../runtime/src/server/run-manager.js');
+  const store = await Store.open(data);
+  try {
+    const runs = new RunManager({ store, humanInput: 'fail' });
+    const rec = await runs.start({
+      flow: JSON.parse(readFileSync(FLOW, 'utf8')),
+      input: 'write it',
+      source: 'cli',
+      pins: pins as never,
+    });
+    await runs.settled(rec.id);
+    return rec.id;
+  } finally {
+    await store.close();
+  }
+}
+
 describe('switchboard run --pin / switchboard pin', () => {
   it('--pin NODE=RUN: the pinned nodes call no model, the run follows their recorded output', async () => {
     const unpinned = await cli('run', FLOW, '--input', 'write it', '--no-pins');
@@ -155,6 +175,41 @@ describe('switchboard run --pin / switchboard pin', () => {
     const again = await cli('pin', FLOW, 'd', '--remove');
     expect(again.code).toBe(2);
     expect(again.err).toContain('node "d" is not pinned');
+  });
+
+  it('a fork of a pinned run (--from) keeps its pins upstream', async () => {
+    const p = await cli(
+      'pin',
+      FLOW,
+      'writer',
+      '--from',
+      past,
+      '--data',
+      data,
+      '--pins',
+      join(dir, 'w.pins.json'),
+    );
+    expect(p.code, p.err).toBe(0);
+    const pinned = await storePinnedRun(JSON.parse(readFileSync(join(dir, 'w.pins.json'), 'utf8')).pins);
+    const r = await cli(
+      'run',
+      FLOW,
+      '--from',
+      pinned,
+      '--at',
+      'd',
+      '--data',
+      data,
+      '--events',
+      'jsonl',
+      '--no-pins',
+    );
+    expect(r.code, r.err).toBe(0);
+    const ev = eventsOf(r.out);
+    expect(ev.filter((e) => e.type === 'node.pinned').map((e) => e.nodeId)).toEqual(['writer']);
+    expect(ev.find((e) => e.type === 'run.started')).toMatchObject({
+      forkedFrom: { runId: pinned, nodeId: 'd' },
+    });
   });
 
   it('a stale pin (the node was edited since) still applies, with a warning', async () => {

@@ -223,5 +223,10 @@ describe('pins over REST', () => {
     expect((await saveFlow(g)).statusCode).toBeLessThan(300);
     const after = await run({ flowId: 'doc' });
     expect(after.events.at(-1)).toMatchObject({ type: 'run.completed' });
+    expect((await s.req({ method: 'GET', url: '/api/flows/doc/pins' })).json().pins).toHaveLength(1);
+    // Deleting the flow deletes its pins: the id written again starts with none.
+    expect((await s.req({ method: 'DELETE', url: '/api/flows/doc' })).statusCode).toBeLessThan(300);
+    expect((await saveFlow(routed('doc', LIVE))).statusCode).toBeLessThan(300);
+    expect((await s.req({ method: 'GET', url: '/api/flows/doc/pins' })).json().pins).toEqual([]);
   });
 });

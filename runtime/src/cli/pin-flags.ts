@@ -73,7 +73,7 @@ export async function applyPinFlags(
 ): Promise<void> {
   const byNode = new Map<string, Pin>();
   try {
-    if (flags.from !== undefined && flags.pin === undefined) {
+    if (flags.from !== undefined) {
       // A fork rebuilds its past run's state: that run's pinned nodes must stay pinned.
       const past = await readStoredRun(flags.from, flags.data).catch(() => undefined);
       for (const p of (past && pinsOfEvents(past.events)) ?? []) byNode.set(p.nodeId, p);

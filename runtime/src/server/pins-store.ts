@@ -62,7 +62,8 @@ export class PinsStore {
     return this.update(flowId, (d) => withoutPin(d, nodeId));
   }
 
-  clear(flowId: string): Promise<PinsDocument> {
-    return this.update(flowId, () => emptyPins());
+  /** Forgets the flow's pins (a flow with none is left without a file). */
+  async clear(flowId: string): Promise<void> {
+    if ((await this.get(flowId)).pins.length > 0) await this.update(flowId, () => emptyPins());
   }
 }

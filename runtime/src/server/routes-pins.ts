@@ -78,6 +78,19 @@ export function registerPinRoutes(app: FastifyInstance, d: PinRoutesDeps): void 
     return views;
   };
 
+  // A deleted flow's pins go with it: an id written again later starts with none.
+  // Before the answer goes out, so that nothing read after the delete sees the old pins.
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (req.method !== 'DELETE' || req.routeOptions.url !== '/api/flows/:id' || reply.statusCode >= 300)
+      return payload;
+    const id = (req.params as { id?: unknown }).id;
+    if (typeof id === 'string')
+      await d.pins
+        .clear(id)
+        .catch((e) => req.log.warn({ err: e }, 'clearing the pins of a deleted flow failed'));
+    return payload;
+  });
+
   app.get<{ Params: { id: string } }>(
     '/api/flows/:id/pins',
     {
