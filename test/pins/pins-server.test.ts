@@ -193,6 +193,18 @@ describe('pins over REST', () => {
       expect(r.statusCode, `${flowId}/${nodeId} ${JSON.stringify(body)}: ${r.body}`).toBe(status);
       expect(r.json().error.message).toContain(message);
     }
+    // A pin that would make the flow's pins unreadable (over the size limit) is refused, and nothing changes.
+    const big = routed('big', [{ node: 'writer', text: 'x'.repeat(2_200_000) }, ...PAST.slice(1)]);
+    expect((await saveFlow(big)).statusCode).toBeLessThan(300);
+    const bigRun = (await run({ flowId: 'big' })).id;
+    const tooBig = await put('big', 'writer', { fromRun: bigRun });
+    expect(tooBig.statusCode).toBe(400);
+    expect(tooBig.json().error.message).toMatch(
+      /the pins would take \d+ bytes, more than the limit of 2097152/,
+    );
+    expect((await s.req({ method: 'GET', url: '/api/flows/big/pins' })).json().pins).toEqual([]);
+    expect((await put('big', 'd', { fromRun: bigRun })).statusCode).toBe(200);
+
     const del = await s.req({ method: 'DELETE', url: '/api/flows/doc/pins/writer' });
     expect(del.statusCode).toBe(404);
     expect(del.json().error.message).toContain('node "writer" of flow doc is not pinned');

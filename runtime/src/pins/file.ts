@@ -8,6 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import {
   checkPinsDocument,
   emptyPins,
+  MAX_PINS,
   MAX_PINS_BYTES,
   type Pin,
   type PinsDocument,
@@ -49,8 +50,19 @@ export async function readPinsFile(file: string, missingOk = false): Promise<Pin
   return parsePinsText(await readFile(file, 'utf8'), `the pins file ${file}`);
 }
 
+/**
+ * Writes a pins document, refusing one that could not be read back (more pins, or more bytes,
+ * than a pins file may hold): a PinError naming the limit, and the file is left as it was.
+ */
 export async function writePinsFile(file: string, doc: PinsDocument): Promise<void> {
-  await writeFileAtomic(file, `${JSON.stringify(doc, null, 2)}\n`);
+  if (doc.pins.length > MAX_PINS) throw new PinError(`a flow has at most ${MAX_PINS} pins; unpin some first`);
+  const text = `${JSON.stringify(doc, null, 2)}\n`;
+  const bytes = Buffer.byteLength(text);
+  if (bytes > MAX_PINS_BYTES)
+    throw new PinError(
+      `the pins would take ${bytes} bytes, more than the limit of ${MAX_PINS_BYTES}; unpin some (or a node with a very long output) first`,
+    );
+  await writeFileAtomic(file, text);
 }
 
 /** The pins a run started with (its `run.started` event), checked; undefined when none. */

@@ -48,9 +48,11 @@ export class PinsStore {
         return doc;
       });
     this.chains.set(flowId, next);
-    void next.finally(() => {
+    const done = () => {
       if (this.chains.get(flowId) === next) this.chains.delete(flowId);
-    });
+    };
+    // Both ways: a refused change is the caller's error, not an unhandled one here.
+    next.then(done, done);
     return next;
   }
 

@@ -166,7 +166,14 @@ export function registerPinRoutes(app: FastifyInstance, d: PinRoutesDeps): void 
       }
       const problem = pinProblem(pin, flow);
       if (problem) throw new HttpError(400, 'bad-pin', problem);
-      const views = await changed(id, flow, await d.pins.put(id, pin));
+      let doc: PinsDocument;
+      try {
+        doc = await d.pins.put(id, pin);
+      } catch (e) {
+        if (e instanceof PinError) throw new HttpError(400, 'bad-pin', e.message);
+        throw e;
+      }
+      const views = await changed(id, flow, doc);
       return { pin: views.find((v) => v.nodeId === nodeId), pins: views };
     },
   );
