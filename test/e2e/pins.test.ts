@@ -50,6 +50,7 @@ describe('pins, in the editor', { timeout: 180_000 }, () => {
     await other.page
       .locator(`[data-testid="node-pin-refund-writer"][data-from-run="${first}"]`)
       .waitFor(WAIT);
+    await page.getByTestId('btn-fit').click();
     await page.screenshot({ path: artifact('pins-badge.png') });
 
     const second = await runToEnd(page, first);
