@@ -18,6 +18,14 @@ async function phase(page: Page, want: string): Promise<void> {
   await page.locator(`[data-testid="run-panel"][data-phase="${want}"]`).waitFor(WAIT);
 }
 
+/**
+ * Selects a node wherever the viewport put it: a click event on its face (a pointer click may land
+ * on the minimap or miss a node outside the viewport).
+ */
+async function select(page: Page, nodeId: string): Promise<void> {
+  await page.getByTestId(`node-${nodeId}`).dispatchEvent('click');
+}
+
 async function runToEnd(page: Page, not?: string): Promise<string> {
   await page.getByTestId('btn-run').click();
   if (not) await page.locator(`[data-testid="run-panel"]:not([data-run-id="${not}"])`).waitFor(WAIT);
@@ -37,7 +45,7 @@ describe('pins, in the editor', { timeout: 180_000 }, () => {
       .waitFor(WAIT);
     const first = await runToEnd(page);
 
-    await page.getByTestId('node-refund-writer').click();
+    await select(page, 'refund-writer');
     const trace = page.getByTestId('trace-panel');
     await trace.waitFor(WAIT);
     await trace.locator('[data-testid="trace-pin"][data-turn="1"]').click();
@@ -60,14 +68,14 @@ describe('pins, in the editor', { timeout: 180_000 }, () => {
     ]);
     expect(events.some((e) => e.type === 'model.request' && e.nodeId === 'refund-writer')).toBe(false);
     expect(events.some((e) => e.type === 'model.request' && e.nodeId === 'billing-agent')).toBe(true);
-    await page.getByTestId('node-refund-writer').click();
+    await select(page, 'refund-writer');
     await trace.locator('[data-testid="trace-part"][data-kind="pinned"]').waitFor(WAIT);
     expect(await trace.locator('[data-testid="trace-part"][data-kind="pinned"]').textContent()).toContain(
       first,
     );
 
     // The collaborator edits the writer's prompt: the pin is stale, for both of them.
-    await other.page.getByTestId('node-refund-writer').click();
+    await select(other.page, 'refund-writer');
     await other.page.getByTestId('cfg-prompt-0-text').click();
     await other.page.keyboard.press('Control+End');
     await other.page.keyboard.type(' Keep it short.');
@@ -76,7 +84,7 @@ describe('pins, in the editor', { timeout: 180_000 }, () => {
     expect(await badge.getAttribute('title')).toContain('Stale: the node changed since that run');
     await page.screenshot({ path: artifact('pins-stale.png') });
 
-    await badge.click();
+    await badge.dispatchEvent('click');
     await badge.waitFor({ state: 'detached', ...WAIT });
     await other.page.getByTestId('node-pin-refund-writer').waitFor({ state: 'detached', ...WAIT });
     expect((await (await fetch(`${srv.url}/api/flows/support-triage/pins`)).json()).pins).toEqual([]);

@@ -3,7 +3,7 @@
  * output, and `node.pinned` says where it came from; stale pins still apply and say so; a pin
  * that cannot apply fails the run by name.
  */
-import { checkPinsDocument, type Pin, type RunEvent } from '@switchboard/schemas';
+import { checkPinsDocument, type Pin, type RunEvent, summarizeNodes } from '@switchboard/schemas';
 import { describe, expect, it } from 'vitest';
 import { cassetteFromLog } from '../cassette/from-log.js';
 import { replayCassette } from '../cassette/replay-run.js';
@@ -90,6 +90,10 @@ describe('pins in the engine', () => {
     const writerTurn = of(events, 'turn.completed').find((e) => e.nodeId === 'writer')!;
     expect(writerTurn.usage).toEqual({ promptTokens: 0, completionTokens: 0 });
     expect(of(events, 'run.started')[0]!.pins).toEqual(pins);
+    // The counters (node faces, GET /api/runs/:id/nodes) tell a pinned turn from a live one.
+    const counters = summarizeNodes(events);
+    expect(counters.find((c) => c.nodeId === 'writer')).toMatchObject({ turns: 1, calls: 0, pinned: 1 });
+    expect(counters.find((c) => c.nodeId === 'b')?.pinned).toBeUndefined();
   });
 
   it('a replay of a pinned run pins the same nodes and matches; diff tells a pinned node from a live one', async () => {
