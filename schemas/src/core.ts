@@ -18,5 +18,6 @@ export * from './model-request.js';
 export * from './names.js';
 export * from './node-summary.js';
 export * from './parse.js';
+export * from './pins.js';
 export * from './script-path.js';
 export * from './serialize.js';

@@ -99,6 +99,11 @@ export const EventSchemas = [
     forkedFrom: Type.Optional(
       Type.Object({ runId: Type.String(), nodeId: Type.String(), turn: Type.Integer({ minimum: 1 }) }),
     ),
+    /**
+     * The pins the run started with (pins.ts: each a snapshot of a node's output from a past
+     * run), so that a replay or a fork of this run pins the same nodes.
+     */
+    pins: Type.Optional(Type.Array(Type.Record(Type.String(), Type.Unknown()))),
   }),
   ev('run.paused', { reason: Type.Optional(Type.String()) }),
   ev('run.resumed', { fromCheckpoint: Type.Optional(Type.Boolean()) }),
@@ -108,6 +113,20 @@ export const EventSchemas = [
   ev('run.interrupted', { reason: Type.Optional(Type.String()) }),
   ev('node.started', { nodeId: Type.String() }),
   ev('node.completed', { nodeId: Type.String(), output: Type.Optional(Type.Unknown()) }),
+  /**
+   * This turn of the node was not run: its output comes from a pin (the node's turn `fromTurn`
+   * in run `fromRun`). No model and no tool is called; the message, decision and handover
+   * events that follow replay what that turn produced. `stale`: the node's config has changed
+   * since that run (the pin still applies). `toolCalls`: the calls the recorded turn made,
+   * which are not repeated.
+   */
+  ev('node.pinned', {
+    nodeId: Type.String(),
+    fromRun: Type.String(),
+    fromTurn: Type.Integer({ minimum: 1 }),
+    stale: Type.Optional(Type.Boolean()),
+    toolCalls: Type.Optional(Type.Integer({ minimum: 0 })),
+  }),
   ev('node.failed', { nodeId: Type.String(), error: ErrorInfo }),
   ev('turn.started', { nodeId: Type.String(), turn: Type.Integer({ minimum: 1 }) }),
   ev('turn.completed', {

@@ -26,6 +26,8 @@ export interface NodeSummary {
   failures: number;
   /** Transport retries of model calls (model.retry). */
   retries: number;
+  /** Turns whose output came from a pin (node.pinned): no model call; absent when none. */
+  pinned?: number;
   firstSeq: number;
   lastSeq: number;
   /** The reply being generated (model.delta since the node's last call began); '' when none. */
@@ -164,6 +166,11 @@ export class NodeSummaries {
       case 'model.retry':
         this.acc(id, e.seq).retries++;
         break;
+      case 'node.pinned': {
+        const a = this.acc(id, e.seq);
+        a.pinned = (a.pinned ?? 0) + 1;
+        break;
+      }
       case 'tool.called':
         this.acc(id, e.seq).toolCalls++;
         break;

@@ -3,7 +3,7 @@
  * `Authorization: Bearer <token>` when the editor has the server's token (token.ts: taken from
  * the address the server printed, kept in this browser). With no server the editor works offline.
  */
-import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
+import type { Flow, Pin, Problem, RunEvent } from '@switchboard/schemas';
 
 export interface FlowSummary {
   id: string;
@@ -52,6 +52,14 @@ export interface AttachedLink {
   state: 'connected' | 'detached' | 'abandoned' | 'ended';
   since: string;
   flowKnown?: boolean;
+}
+
+/** A pin of a flow as the server lists it (`GET /api/flows/:id/pins`; see schemas/src/pins.ts). */
+export interface PinView extends Pin {
+  /** The node's config changed since the pinned run (the pin still applies). */
+  stale: boolean;
+  /** Why the pin cannot apply now (its edge or node is gone). */
+  problem?: string;
 }
 
 /** A command to a live run, as `POST /api/runs/:id/commands` takes it. */
@@ -243,6 +251,36 @@ export class FlowApi {
     if (breakpoints.length) body.breakpoints = breakpoints;
     const r = await this.call<{ run: RunSummary }>('POST', '/api/runs', 'Starting the run', body);
     return r.run;
+  }
+
+  /** The flow's pins. */
+  async pins(flowId: string): Promise<PinView[]> {
+    const r = await this.call<{ pins: PinView[] }>(
+      'GET',
+      `/api/flows/${encodeURIComponent(flowId)}/pins`,
+      'Reading the pins',
+    );
+    return r.pins;
+  }
+
+  /** Pins `nodeId`'s output from its turn `turn` (from 1) of run `fromRun`; the flow's pins after. */
+  async pin(flowId: string, nodeId: string, fromRun: string, turn: number): Promise<PinView[]> {
+    const r = await this.call<{ pins: PinView[] }>(
+      'PUT',
+      `/api/flows/${encodeURIComponent(flowId)}/pins/${encodeURIComponent(nodeId)}`,
+      'Pinning the output',
+      { fromRun, turn },
+    );
+    return r.pins;
+  }
+
+  async unpin(flowId: string, nodeId: string): Promise<PinView[]> {
+    const r = await this.call<{ pins: PinView[] }>(
+      'DELETE',
+      `/api/flows/${encodeURIComponent(flowId)}/pins/${encodeURIComponent(nodeId)}`,
+      'Unpinning',
+    );
+    return r.pins;
   }
 
   async command(runId: string, cmd: RunCommandBody): Promise<void> {

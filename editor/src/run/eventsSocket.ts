@@ -48,6 +48,8 @@ export interface EventsSocketOptions {
    */
   provisional?: boolean;
   onState?(state: ConnectionState): void;
+  /** A watched flow's pins changed (`{ type: 'pins', flowId, pins }`, sent to its watchers). */
+  onPins?(flowId: string, pins: unknown[]): void;
   /** Errors the server reported (`{ type: 'error' }`), e.g. a run that does not exist. */
   onServerError?(code: string, message: string): void;
   createSocket?: SocketFactory;
@@ -270,6 +272,11 @@ export class RunEventsSocket {
     };
     if (m.type === 'error') {
       this.o.onServerError?.(String(m.code ?? 'error'), String(m.message ?? ''));
+      return;
+    }
+    if (m.type === 'pins') {
+      const p = msg as { flowId?: unknown; pins?: unknown };
+      if (typeof p.flowId === 'string' && Array.isArray(p.pins)) this.o.onPins?.(p.flowId, p.pins);
       return;
     }
     if (m.type === 'durable') {

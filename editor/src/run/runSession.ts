@@ -19,6 +19,7 @@ import {
   ApiError,
   type AttachedLink,
   type FlowApi,
+  type PinView,
   type RunCommandBody,
   type RunSummary,
 } from '../model/api.js';
@@ -26,6 +27,7 @@ import type { EditorStore } from '../store/editorStore.js';
 import { RunState } from '../store/runState.js';
 import { type Comparison, compareRuns } from './compare.js';
 import { type ConnectionState, RunEventsSocket, type SocketFactory } from './eventsSocket.js';
+import { FlowPins } from './flowPins.js';
 import { EMPTY_VIEW, FINAL_PHASES, fold, type RunView } from './transcript.js';
 
 export interface RunSnapshot {
@@ -122,8 +124,13 @@ export class RunSession {
   private tail: RunEvent[] = [];
   private attachTimer: ReturnType<typeof setTimeout> | undefined;
 
+  /** The pins of the watched flow (flowPins.ts). */
+  readonly pins: FlowPins;
+
   constructor(private readonly o: RunSessionOptions) {
+    this.pins = new FlowPins(o.api);
     this.socket = new RunEventsSocket({
+      onPins: (flowId, list) => this.pins.apply(flowId, list as PinView[]),
       url: o.api.wsUrl('/api/ws'),
       protocols: o.api.wsProtocols(),
       createSocket: o.createSocket,
@@ -198,6 +205,7 @@ export class RunSession {
     this.flowId = flowId;
     this.update({ flowId, view: EMPTY_VIEW, problem: undefined, opened: undefined, skipped: undefined });
     this.socket.watchFlow(flowId);
+    void this.pins.load(flowId);
     try {
       const [last] = await this.o.api.runsOf(flowId, 1);
       // Something newer may have started meanwhile; keep following that.
@@ -432,6 +440,30 @@ export class RunSession {
     const fromRun = this.getSnapshot().view.runId;
     if (!fromRun) return undefined;
     return this.startRun(undefined, paceMs, { fromRun, at: `${nodeId}:${turn}` });
+  }
+
+  /** Pins the node's output of its turn `turn` (from 1) in the shown run; false with a problem said. */
+  async pinOutput(nodeId: string, turn: number): Promise<boolean> {
+    const fromRun = this.getSnapshot().view.runId;
+    if (!fromRun) return false;
+    return this.pinChange(() => this.pins.pin(nodeId, fromRun, turn));
+  }
+
+  async unpin(nodeId: string): Promise<boolean> {
+    return this.pinChange(() => this.pins.unpin(nodeId));
+  }
+
+  private async pinChange(change: () => Promise<void>): Promise<boolean> {
+    this.update({ busy: true, problem: undefined });
+    try {
+      await change();
+      return true;
+    } catch (e) {
+      this.update({ problem: (e as Error).message });
+      return false;
+    } finally {
+      this.update({ busy: false });
+    }
   }
 
   private async startRun(

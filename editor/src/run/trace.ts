@@ -16,7 +16,8 @@ export type TracePartKind =
   | 'error'
   | 'input'
   | 'log'
-  | 'output';
+  | 'output'
+  | 'pinned';
 
 export interface TracePart {
   kind: TracePartKind;
@@ -104,6 +105,24 @@ export function nodeTrace(
       }
       case 'turn.started':
         if (open) open.turn = e.turn as number;
+        break;
+      case 'node.pinned':
+        push(e, {
+          kind: 'pinned',
+          title: `pinned: output of run ${String(e.fromRun)}, turn ${String(e.fromTurn)} (no model call)${e.stale ? ' · stale: the node changed since' : ''}`,
+          data: { fromRun: e.fromRun, fromTurn: e.fromTurn, stale: e.stale === true, toolCalls: e.toolCalls },
+        });
+        break;
+      case 'message':
+        // A pinned turn calls no model: its message is the output it replays.
+        if (open?.parts.some((p) => p.kind === 'pinned')) {
+          const m = e.message as { content: string };
+          push(e, {
+            kind: 'reply',
+            title: `pinned reply: ${clip(m.content) || '(no text)'}`,
+            data: { text: m.content },
+          });
+        }
         break;
       case 'model.request': {
         const r = req as ResolvedRequest;

@@ -26,6 +26,7 @@ export function formatCost(c: number): string {
 function line(c: NodeSummary): string {
   const parts: string[] = [];
   if (c.turns > 0) parts.push(`${c.turns} turn${c.turns === 1 ? '' : 's'}`);
+  if (c.pinned) parts.push(`${c.pinned} pinned`);
   if (c.promptTokens + c.completionTokens > 0)
     parts.push(`${formatTokens(c.promptTokens)} in / ${formatTokens(c.completionTokens)} out`);
   if (c.cost !== undefined) parts.push(formatCost(c.cost));
@@ -52,6 +53,7 @@ export const NodeCounters = memo(function NodeCounters({ id }: { id: string }) {
         data-cost={c.cost}
         data-elapsed-ms={c.elapsedMs}
         data-failures={c.failures}
+        data-pinned={c.pinned}
         data-status={c.status}
       >
         {line(c)}

@@ -3,7 +3,7 @@
  * messages sent, the reply, tool calls, decisions, observers, retries and errors; each part
  * copyable as JSON. Shown above the node's form while a run has something for the node.
  */
-import type { ResolvedRequest } from '@switchboard/schemas/core';
+import { PINNABLE_KINDS, type ResolvedRequest } from '@switchboard/schemas/core';
 import { useMemo, useState, useSyncExternalStore } from 'react';
 import type { RunSession } from '../run/runSession.js';
 import { nodeTrace, type TracePart, type TraceTurn } from '../run/trace.js';
@@ -101,14 +101,60 @@ function RerunButton({ runs, nodeId, turn }: { runs: RunSession; nodeId: string;
   );
 }
 
+/**
+ * "Pin this output": later runs of the flow use what this turn produced (its reply, its handover
+ * or choice) instead of calling the node's model; "Unpin" when this very turn is the pin.
+ */
+function PinButton({
+  runs,
+  nodeId,
+  turn,
+  runId,
+}: {
+  runs: RunSession;
+  nodeId: string;
+  turn: number;
+  runId: string;
+}) {
+  const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
+  const pin = useKeyed(runs.pins.byNode, nodeId);
+  const here = pin !== undefined && pin.fromRun === runId && pin.fromTurn === turn;
+  return here ? (
+    <button
+      type="button"
+      className="sb-trace-pin sb-trace-pinned"
+      data-testid="trace-unpin"
+      disabled={snap.busy}
+      title="Runs use this output instead of calling the node's model. Click to unpin."
+      onClick={() => void runs.unpin(nodeId)}
+    >
+      Unpin
+    </button>
+  ) : (
+    <button
+      type="button"
+      className="sb-trace-pin"
+      data-testid="trace-pin"
+      data-turn={turn}
+      disabled={snap.busy}
+      title="Later runs of this flow use this turn's output (reply and handover) instead of calling the node's model"
+      onClick={() => void runs.pinOutput(nodeId, turn)}
+    >
+      Pin this output
+    </button>
+  );
+}
+
 function Turn({
   turn,
   index,
   rerun,
+  pin,
 }: {
   turn: TraceTurn;
   index: number;
   rerun?: { runs: RunSession; nodeId: string; turn: number };
+  pin?: { runs: RunSession; nodeId: string; turn: number; runId: string };
 }) {
   const ms = turn.endedAt !== undefined ? turn.endedAt - turn.startedAt : undefined;
   return (
@@ -119,6 +165,7 @@ function Turn({
         {ms !== undefined && <span className="sb-trace-meta">{ms} ms</span>}
         <CopyButton data={turn} testid={`trace-copy-turn-${turn.key}`} />
         {rerun && <RerunButton {...rerun} />}
+        {pin && <PinButton {...pin} />}
       </header>
       <ul className="sb-trace-parts">
         {turn.parts.map((p) => (
@@ -143,10 +190,11 @@ function Streaming({ nodeId }: { nodeId: string }) {
 export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string }) {
   const { store } = useEditor();
   const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
-  const candidates = store
-    .toFlow()
-    .edges.filter((e) => e.source === nodeId && e.kind === 'handover')
+  const doc = store.toFlow();
+  const candidates = doc.edges
+    .filter((e) => e.source === nodeId && e.kind === 'handover')
     .map((e) => e.target);
+  const pinnable = PINNABLE_KINDS.has(doc.nodes.find((n) => n.id === nodeId)?.kind ?? '');
   const key = candidates.join('\n');
   const scrub = snap.scrub;
   // biome-ignore lint/correctness/useExhaustiveDependencies: the log grows in place; its size says when
@@ -160,6 +208,14 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
   // A fork counts the node's turns that called a model (what `--at NODE:TURN` counts).
   let modelTurns = 0;
   const forkTurn = turns.map((t) => (t.parts.some((p) => p.kind === 'request') ? ++modelTurns : undefined));
+  // A pin counts the node's turns (what `--pin NODE=RUN:TURN` counts); only a completed one is pinned.
+  let nodeTurns = 0;
+  const pinTurn = turns.map((t) => {
+    if (t.turn === undefined) return undefined;
+    nodeTurns++;
+    return pinnable && t.status === 'completed' ? nodeTurns : undefined;
+  });
+  const runId = snap.view.runId;
   return (
     <section
       className="sb-trace"
@@ -178,6 +234,7 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
           turn={t}
           index={i}
           {...(forkTurn[i] !== undefined ? { rerun: { runs, nodeId, turn: forkTurn[i] } } : {})}
+          {...(pinTurn[i] !== undefined && runId ? { pin: { runs, nodeId, turn: pinTurn[i], runId } } : {})}
         />
       ))}
       <Streaming nodeId={nodeId} />

@@ -11,6 +11,7 @@ import type { SbNode } from '../store/editorStore.js';
 import { countRender } from './bench.js';
 import { useEditor, useKeyed } from './context.js';
 import { NodeCounters } from './NodeCounters.js';
+import { PinBadge } from './PinBadge.js';
 
 const SIDE: Record<PortSpec['side'], Position> = {
   top: Position.Top,
@@ -143,6 +144,7 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
       )}
       {summary && <div className="sb-node-summary">{summary}</div>}
       <NodeCounters id={id} />
+      <PinBadge id={id} config={data.config} />
       {link && <div className="sb-node-links">{link}</div>}
       {severity && (
         <div

@@ -4,6 +4,7 @@ import type { Flow, RunEvent } from '@switchboard/schemas';
 import { dict } from '@switchboard/schemas/core';
 import { runFlow } from '../engine/index.js';
 import type { RunOptions, RunResult } from '../engine/types.js';
+import { pinsOfEvents } from '../pins/file.js';
 import { compareEvents, type EventComparison } from './compare.js';
 import type { Cassette } from './file.js';
 import { liveReplayTools } from './live-tools.js';
@@ -57,6 +58,9 @@ export async function replayCassette(cassette: Cassette, o: ReplayOptions = {}):
   }
   const answers = player.answers();
   if (answers) options.answers = answers;
+  // The recorded run's pinned nodes made no model request: the replay pins them the same way.
+  const pins = pinsOfEvents(cassette.events);
+  if (pins) options.pins = pins;
   if (o.dataDir) options.dataDir = o.dataDir;
   const t0 = performance.now();
   const result = await runFlow(flow, o.input === undefined ? cassette.input : o.input, options).result;

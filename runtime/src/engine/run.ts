@@ -24,6 +24,7 @@ import {
 } from '@switchboard/nodes/core';
 import type { Flow } from '@switchboard/schemas';
 import { ModelError } from '../models/types.js';
+import { pinnedBehaviors } from '../pins/behavior.js';
 import { AcpProcesses } from './acp-processes.js';
 import { Checkpoints } from './checkpoints.js';
 import {
@@ -86,6 +87,8 @@ export class Run implements RunCore, Stopper {
   readonly models: ModelCalls;
   readonly tools: Tools;
   readonly acp: AcpProcesses;
+  /** Behaviours of pinned nodes (../pins/), when the run has pins. */
+  private readonly pinned: Map<string, FlowBehavior> | undefined;
 
   constructor(
     readonly flow: Flow,
@@ -102,6 +105,7 @@ export class Run implements RunCore, Stopper {
     this.runId = runId;
     this.events = new Emitter(this.now, options.onEvent, queue, options.resume?.seq ?? 0);
     this.limits = new RunLimits(this, flow, this.graph, options);
+    this.pinned = options.pins?.length ? pinnedBehaviors(options.pins, flow) : undefined;
     const cp = options.resume?.data as CheckpointData | undefined;
     if (options.resume) {
       if (cp?.v !== 1 || !cp.root || !cp.data)
@@ -166,6 +170,7 @@ export class Run implements RunCore, Stopper {
           flowId: this.flow.id,
           input: this.input as never,
           ...(fork ? { forkedFrom: fork } : {}),
+          ...(this.options.pins?.length ? { pins: this.options.pins } : {}),
         });
         this.conversation.append(cx, { role: 'user', author: 'user', content: cx.data.task });
       }
@@ -471,6 +476,8 @@ export class Run implements RunCore, Stopper {
 
   /** The behaviour that runs a node on the control path. */
   private flowBehavior(node: GNode): FlowBehavior {
+    const pinned = this.pinned?.get(node.id);
+    if (pinned) return pinned;
     const beh =
       node.role === 'agent' && node.config.backend !== undefined
         ? this.acp.behavior()

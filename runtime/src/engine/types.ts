@@ -60,6 +60,11 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** A fork of a past run (see cassette/fork.ts): said in the `run.started` event. */
   forkedFrom?: { runId: string; nodeId: string; turn: number };
+  /**
+   * Pinned nodes (see ../pins/): each named node's turns make no model or tool call and produce
+   * the pinned output instead. Said in `run.started` (`pins`) and, per turn, in `node.pinned`.
+   */
+  pins?: readonly import('@switchboard/schemas').Pin[];
   /** Called synchronously for every event, in seq order (the store appends here). */
   onEvent?: (event: RunEvent) => void;
   /**

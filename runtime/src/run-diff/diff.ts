@@ -17,6 +17,8 @@ export interface RunSummary {
   nodes: string[];
   outputs: Map<string, unknown[]>;
   tokens: Map<string, number>;
+  /** Per node, where its pinned turns' output came from (`RUN:TURN`, see ../pins/); absent: it ran live. */
+  pinned: Map<string, string[]>;
   totalTokens: number;
   /** Milliseconds from the first to the last event; per node, summed over its activations. */
   ms: number;
@@ -24,7 +26,7 @@ export interface RunSummary {
 }
 
 export interface Difference {
-  what: 'flow' | 'status' | 'output' | 'path' | 'node-output' | 'tokens';
+  what: 'flow' | 'status' | 'output' | 'path' | 'node-output' | 'tokens' | 'pinned';
   node?: string;
   a: unknown;
   b: unknown;
@@ -42,6 +44,7 @@ export function summarize(runId: string, events: readonly RunEvent[]): RunSummar
   const tokens = new Map<string, number>();
   const nodeMs = new Map<string, number>();
   const since = new Map<string, number>();
+  const pinned = new Map<string, string[]>();
   let total = 0;
   for (const e of events) {
     const id = e.nodeId;
@@ -55,6 +58,8 @@ export function summarize(runId: string, events: readonly RunEvent[]): RunSummar
     } else if ((e.type === 'node.completed' || e.type === 'node.failed') && since.has(id)) {
       nodeMs.set(id, (nodeMs.get(id) ?? 0) + (e.ts - since.get(id)!));
       since.delete(id);
+    } else if (e.type === 'node.pinned' && !e.parentRunId) {
+      pinned.set(id, [...(pinned.get(id) ?? []), `${e.fromRun}:${e.fromTurn}`]);
     } else if (e.type === 'model.completed' && e.usage) {
       const n = e.usage.promptTokens + e.usage.completionTokens;
       tokens.set(id, (tokens.get(id) ?? 0) + n);
@@ -71,6 +76,7 @@ export function summarize(runId: string, events: readonly RunEvent[]): RunSummar
     nodes,
     outputs,
     tokens,
+    pinned,
     totalTokens: total,
     ms: events.length > 0 ? events.at(-1)!.ts - events[0]!.ts : 0,
     nodeMs,
@@ -128,6 +134,12 @@ export function diffRuns(a: RunSummary, b: RunSummary): Difference[] {
         detail: `node "${n}" output ${i + 1} (of ${oa.length} and ${ob.length}): ${brief(oa[i])} and ${brief(ob[i])}`,
       });
     }
+    const pa = a.pinned.get(n) ?? [];
+    const pb = b.pinned.get(n) ?? [];
+    if (!jsonEqual(pa, pb)) {
+      const how = (p: string[]) => (p.length === 0 ? 'ran live' : `was pinned (${p.join(', ')})`);
+      d.push({ what: 'pinned', node: n, a: pa, b: pb, detail: `node "${n}" ${how(pa)} and ${how(pb)}` });
+    }
     const ta = a.tokens.get(n) ?? 0;
     const tb = b.tokens.get(n) ?? 0;
     if (ta !== tb)
@@ -149,6 +161,7 @@ export function summaryJson(s: RunSummary): Record<string, unknown> {
       outputs: s.outputs.get(n) ?? [],
       tokens: s.tokens.get(n) ?? 0,
       ms: s.nodeMs.get(n) ?? 0,
+      ...(s.pinned.has(n) ? { pinned: s.pinned.get(n) } : {}),
     })),
     tokens: s.totalTokens,
     ms: s.ms,

@@ -27,10 +27,12 @@ import { BODY_LIMIT, DEFAULT_MAX_RUNS, defaultMaxRuns, MAX_PARAM_LENGTH, WS_MAX_
 import { withRedaction } from './log-redaction.js';
 import { RunWatchers, registerMcpRoute } from './mcp-route.js';
 import { collectRoutes } from './openapi.js';
+import { PinsStore } from './pins-store.js';
 import { RoomPersistence } from './room-persistence.js';
 import { RoomStates } from './room-states.js';
 import { registerCassetteRoute } from './routes-cassette.js';
 import { ID_PARAM, registerFlowRoutes } from './routes-flows.js';
+import { registerPinRoutes, runPins } from './routes-pins.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { FINAL, RunManager, type RunManagerOptions } from './run-manager.js';
 import {
@@ -365,7 +367,22 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     roomStore,
     new FlowTemplates(options.templatesDir === undefined ? defaultTemplatesDir() : options.templatesDir),
   );
-  registerRunRoutes(app, store, runs, (id) => roomStore.settle(id), { maxRuns });
+  const pins = new PinsStore(join(store.dir, 'pins'));
+  registerRunRoutes(
+    app,
+    store,
+    runs,
+    (id) => roomStore.settle(id),
+    { maxRuns },
+    (flow, fork) => runPins(flow, pins, fork, store),
+  );
+  registerPinRoutes(app, {
+    store,
+    records,
+    pins,
+    settleFlow: (id) => roomStore.settle(id),
+    notify: (flowId, list) => hub.notifyFlow(flowId, { type: 'pins', flowId, pins: list }),
+  });
   registerCassetteRoute(app, store);
   const mcp = registerMcpRoute(app, {
     store,

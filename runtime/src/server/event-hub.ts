@@ -311,6 +311,11 @@ export class EventHub {
     c.ws.send(frame, { binary: false });
   }
 
+  /** A message about a flow (its pins changed) to every client watching the flow's runs. */
+  notifyFlow(flowId: string, msg: Record<string, unknown>): void {
+    for (const c of this.byFlow.get(flowId) ?? []) this.reply(c, msg);
+  }
+
   private reply(c: Client, msg: Record<string, unknown>): void {
     if (!c.closing && c.ws.readyState === c.ws.OPEN) c.ws.send(JSON.stringify(msg));
   }

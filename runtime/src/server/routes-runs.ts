@@ -2,8 +2,9 @@
  * Runs: start (a stored flow or an inline one, input, models override), list with filters,
  * get, events after a seq, and commands.
  */
-import { type Flow, MAX_ID_LENGTH, type ModelConfigT, summarizeNodes } from '@switchboard/schemas';
+import { type Flow, MAX_ID_LENGTH, type ModelConfigT, type Pin, summarizeNodes } from '@switchboard/schemas';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { ForkPlan } from '../cassette/fork.js';
 import type { RunCommand } from '../engine/types.js';
 import { RUN_STATUSES } from '../store/catalog.js';
 import { RUN_ID_RE, type Store } from '../store/store.js';
@@ -70,6 +71,8 @@ interface StartBody {
   breakpoints?: string[];
   fromRun?: string;
   at?: string;
+  /** false: run without the flow's pins. */
+  pins?: boolean;
 }
 
 /**
@@ -82,6 +85,8 @@ export function registerRunRoutes(
   runs: RunManager,
   settleFlow: (flowId: string) => Promise<void> = async () => {},
   limits: { maxRuns?: number } = {},
+  /** The flow's pins for a run (routes-pins.ts `runPins`); none when not given. */
+  pinsFor?: (flow: Flow, fork: ForkPlan | undefined) => Promise<Pin[] | undefined>,
 ): void {
   const catalog = store.catalog;
   const maxRuns = limits.maxRuns ?? Number.POSITIVE_INFINITY;
@@ -130,6 +135,10 @@ export function registerRunRoutes(
                 'Fork this run: the new run replays its recorded state up to `at`, live from there',
             },
             at: { type: 'string', maxLength: 300, description: 'With fromRun: NODE or NODE:TURN (from 1)' },
+            pins: {
+              type: 'boolean',
+              description: "false: run without the flow's pins (GET /api/flows/:id/pins); default true",
+            },
           },
         },
       },
@@ -166,7 +175,9 @@ export function registerRunRoutes(
     const fork = b.fromRun === undefined ? undefined : await servedForkPlan(store, b.fromRun, b.at);
     if (fork && !(flow as Flow).nodes.some((n) => n.id === fork.at.nodeId))
       throw new HttpError(400, 'bad-fork', `the flow has no node "${fork.at.nodeId}" to fork at`);
+    const pins = b.pins === false || !pinsFor ? undefined : await pinsFor(flow as Flow, fork);
     const rec = await runs.start({
+      ...(pins ? { pins } : {}),
       flow: flow as Flow,
       // A fork runs on its past run's input unless given another.
       input: b.input ?? (fork ? fork.input : null),

@@ -209,6 +209,8 @@ export class RunManager {
     validated?: boolean;
     /** Start from a past run's recorded state (see cassette/fork.ts). */
     fork?: ForkPlan;
+    /** Pinned nodes (see ../pins/). */
+    pins?: import('@switchboard/schemas').Pin[];
   }): Promise<RunRecord> {
     if (this.closing) throw new Error('the server is shutting down');
     const runFlow = await this.loadEngine();
@@ -235,6 +237,7 @@ export class RunManager {
     };
     const spec: RunSpec = { version: 1, runId, flow, input: p.input, createdAt: t };
     if (p.answers) spec.answers = p.answers;
+    if (p.pins?.length) spec.pins = p.pins;
     if (p.fork) {
       const { nodeId, turn } = p.fork.at;
       record.parentRunId = p.fork.parentRunId;
@@ -393,6 +396,7 @@ export class RunManager {
     if (this.o.outbound) options.outbound = this.o.outbound;
     if (this.o.secrets) options.secrets = this.o.secrets;
     if (spec.answers) options.answers = spec.answers;
+    if (spec.pins) options.pins = spec.pins;
     // Continue after the last event on disk: events written after the checkpoint stay in the
     // log as history, and the replayed turn's events follow them with no gap and no duplicate.
     if (cp) options.resume = { ...cp, seq: log.lastSeq };

@@ -20,6 +20,8 @@ export interface RunSpec {
   answers?: Record<string, string | string[]>;
   /** A fork of run `runId` at `nodeId`'s turn `turn`. */
   fork?: { runId: string; nodeId: string; turn: number };
+  /** Pinned nodes (../pins/): kept so a run resumed after a restart stays pinned. */
+  pins?: import('@switchboard/schemas').Pin[];
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> =>

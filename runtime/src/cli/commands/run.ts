@@ -18,9 +18,10 @@ import type { Command } from 'commander';
 import type { RunOptions } from '../../engine/types.js';
 import { type CliContext, EXIT } from '../context.js';
 import { addOperatorFlags, type OperatorFlags, operatorPolicyOf } from '../operator-flags.js';
+import { addPinFlags, type PinFlags } from '../pin-flags.js';
 import { formatProblem } from './validate.js';
 
-export interface RunCliOptions extends OperatorFlags {
+export interface RunCliOptions extends OperatorFlags, PinFlags {
   input?: string;
   inputFile?: string;
   answers?: string;
@@ -138,6 +139,9 @@ function prettyPrinter(ctx: CliContext): (e: RunEvent) => void {
         break;
       case 'tool.denied':
         line(`  ✖ ${e.tool} denied: ${e.reason}`);
+        break;
+      case 'node.pinned':
+        line(`  📌 pinned: output of run ${e.fromRun}, turn ${e.fromTurn}${e.stale ? ' (stale)' : ''}`);
         break;
       case 'handover':
         line(`  → ${e.to} (${e.edgeId})`);
@@ -301,6 +305,14 @@ async function runCommand(file: string, opts: RunCliOptions, ctx: CliContext): P
     }
   }
 
+  const { applyPinFlags, PinFlagError } = await import('../pin-flags.js');
+  try {
+    await applyPinFlags(opts, file, flow, options, (l) => ctx.err(`${l}\n`));
+  } catch (e) {
+    if (e instanceof PinFlagError) throw new UsageError(e.message);
+    throw e;
+  }
+
   let attach: import('../attach-run.js').AttachedCli | undefined;
   if (opts.attach !== undefined) {
     const { startAttach } = await import('../attach-run.js');
@@ -418,13 +430,13 @@ export function registerRun(program: Command, ctx: CliContext): void {
     .option('--record <file>', 'write a cassette: every model request and reply, every tool call and result')
     .option('--from <run-id>', 'fork a stored run: its recorded state up to --at, live from there')
     .option('--at <node[:turn]>', 'with --from: the node (and its turn, from 1) where the fork goes live')
-    .option('--data <dir>', 'with --from: the data directory the run is stored in')
+    .option('--data <dir>', 'with --from or --pin: the data directory the run is stored in')
     .option(
       '--attach <url>',
       'stream the run to a `switchboard serve` server (its editors watch and command it); the run stays local',
     )
     .option('--token <token>', 'with --attach: the server token (default SWITCHBOARD_TOKEN)');
-  addOperatorFlags(cmd).action(async (file: string, opts: RunCliOptions) => {
+  addOperatorFlags(addPinFlags(cmd)).action(async (file: string, opts: RunCliOptions) => {
     try {
       ctx.setExit(await runCommand(file, opts, ctx));
     } catch (e) {
