@@ -84,6 +84,16 @@ export interface RunSessionOptions {
   provisional?: boolean;
 }
 
+/** Events between two kept states of the timeline (a scrub folds at most this many). */
+export const SCRUB_STRIDE = 200;
+
+/** The followed run as of its first `index` held events: canvas marks and run panel view. */
+interface Frame {
+  index: number;
+  run: RunState;
+  view: RunView;
+}
+
 /** The followed run as of its durable watermark: what no restart of the server can change. */
 interface DurableState {
   view: RunView;
@@ -109,6 +119,13 @@ export class RunSession {
   /** The followed run at its durable watermark, and the events applied after it. */
   private durable: DurableState = { view: EMPTY_VIEW, run: new RunState() };
   private tail: RunEvent[] = [];
+  /**
+   * The timeline: the run as of every `SCRUB_STRIDE`th held event (`frames[k].index` is
+   * k × SCRUB_STRIDE), built as the playhead first reaches them; and the state the playhead
+   * shows, folded forward from there. A scrub frame then folds at most a stride of events.
+   */
+  private frames: Frame[] = [];
+  private cursor: Frame | undefined;
 
   constructor(private readonly o: RunSessionOptions) {
     this.socket = new RunEventsSocket({
@@ -189,6 +206,8 @@ export class RunSession {
     this.tail = [];
     this.log = [];
     this.scrubSeq = undefined;
+    this.frames = [];
+    this.cursor = undefined;
     this.liveView = EMPTY_VIEW;
     this.o.store.runState.reset();
   }
@@ -267,6 +286,10 @@ export class RunSession {
     if (runId !== this.followed) return;
     this.tail = this.tail.filter((e) => e.seq <= toSeq);
     this.log = this.log.filter((e) => e.seq <= toSeq);
+    // The timeline up to the kept events stays; what was built past them goes.
+    const kept = this.log.length;
+    while ((this.frames.at(-1)?.index ?? 0) > kept) this.frames.pop();
+    if (this.cursor && this.cursor.index > kept) this.cursor = undefined;
     // Built aside, then copied: only the nodes and edges that end up different re-render.
     const run = new RunState();
     run.restoreRun(this.durable.run);
@@ -283,6 +306,8 @@ export class RunSession {
   /**
    * Moves the playhead: the canvas, counters, traces and transcript show the followed run as of
    * event `seq` (its events without streamed pieces); undefined, or the last event, is live.
+   * Incremental: from the state the playhead shows, or the timeline's nearest kept state before
+   * `seq`, at most `SCRUB_STRIDE` events are folded; only nodes whose marks change re-render.
    */
   scrubTo(seq: number | undefined): void {
     const runId = this.followed;
@@ -292,20 +317,20 @@ export class RunSession {
     if (seq === undefined || seq >= last) {
       if (this.scrubSeq === undefined) return;
       this.scrubSeq = undefined;
-      rs.restoreRun(this.stateAt(runId, last));
+      rs.restoreRun(this.frameAt(runId, this.log.length).run);
       this.update({ view: this.liveView, scrub: undefined });
       return;
     }
-    this.scrubSeq = Math.max(0, seq);
-    rs.restoreRun(this.stateAt(runId, this.scrubSeq));
-    const view = fold({ ...EMPTY_VIEW, runId }, runId, this.prefix(this.scrubSeq), {
-      maxEntries: this.o.maxEntries,
-    });
-    this.update({ view, scrub: this.scrubSeq });
+    const at = Math.max(0, seq);
+    if (at === this.scrubSeq) return;
+    this.scrubSeq = at;
+    const f = this.frameAt(runId, this.countUpTo(at));
+    rs.restoreRun(f.run);
+    this.update({ view: f.view, scrub: at });
   }
 
-  /** The held events up to `seq` (the log is in seq order). */
-  private prefix(seq: number): RunEvent[] {
+  /** How many held events have a seq up to `seq` (the log is in seq order). */
+  private countUpTo(seq: number): number {
     let lo = 0;
     let hi = this.log.length;
     while (lo < hi) {
@@ -313,15 +338,42 @@ export class RunSession {
       if (this.log[mid]!.seq <= seq) lo = mid + 1;
       else hi = mid;
     }
-    return this.log.slice(0, lo);
+    return lo;
   }
 
-  /** The canvas marks as of `seq`, built aside (restoring them notifies only what differs). */
-  private stateAt(runId: string, seq: number): RunState {
-    const run = new RunState();
-    run.setModels(this.o.store.toFlow().models ?? {});
-    for (const e of this.prefix(seq)) run.applyRunEvent(e, e.runId === runId);
-    return run;
+  /** The run as of its first `n` held events (the playhead's state, moved there). */
+  private frameAt(runId: string, n: number): Frame {
+    const c = this.cursor;
+    if (c && c.index <= n && n - c.index <= SCRUB_STRIDE) {
+      this.advance(runId, c, n);
+      return c;
+    }
+    const k = Math.floor(n / SCRUB_STRIDE);
+    if (this.frames.length === 0) {
+      const run = new RunState();
+      run.setModels(this.o.store.toFlow().models ?? {});
+      this.frames.push({ index: 0, run, view: { ...EMPTY_VIEW, runId } });
+    }
+    while (this.frames.length <= k) {
+      const prev = this.frames.at(-1)!;
+      const next: Frame = { index: prev.index, run: prev.run.copy(), view: prev.view };
+      this.advance(runId, next, prev.index + SCRUB_STRIDE);
+      this.frames.push(next);
+    }
+    const base = this.frames[k]!;
+    const f: Frame = { index: base.index, run: base.run.copy(), view: base.view };
+    this.advance(runId, f, n);
+    this.cursor = f;
+    return f;
+  }
+
+  /** Folds the held events `f.index … n-1` into `f`. */
+  private advance(runId: string, f: Frame, n: number): void {
+    if (n <= f.index) return;
+    const events = this.log.slice(f.index, n);
+    for (const e of events) f.run.applyRunEvent(e, e.runId === runId);
+    f.view = fold(f.view, runId, events, { maxEntries: this.o.maxEntries });
+    f.index = n;
   }
 
   /** Compares two runs of the flow: their paths on the canvas, per node output, tokens and time. */

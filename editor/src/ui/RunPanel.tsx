@@ -71,10 +71,16 @@ const Entry = memo(function Entry({ e, store }: { e: TranscriptEntry; store: Edi
   );
 });
 
+/** Transcript entries rendered at first; earlier ones come on asking (a scrub frame stays cheap). */
+export const TRANSCRIPT_WINDOW = 300;
+
 function Transcript({ snap, store }: { snap: RunSnapshot; store: EditorStore }) {
   const box = useRef<HTMLOListElement>(null);
   const pinned = useRef(true);
-  const { entries, dropped } = snap.view;
+  const [shownMax, setShownMax] = useState(TRANSCRIPT_WINDOW);
+  const { entries: all, dropped } = snap.view;
+  const hidden = Math.max(0, all.length - shownMax);
+  const entries = hidden > 0 ? all.slice(hidden) : all;
   // Follow the end of the transcript unless the reader scrolled up.
   useLayoutEffect(() => {
     const el = box.current;
@@ -93,6 +99,18 @@ function Transcript({ snap, store }: { snap: RunSnapshot; store: EditorStore }) 
       }}
     >
       {dropped > 0 && <li className="sb-help">{dropped} earlier entries not shown</li>}
+      {hidden > 0 && (
+        <li className="sb-help">
+          <button
+            type="button"
+            data-testid="transcript-more"
+            onClick={() => setShownMax((n) => n + 1000)}
+            title="Show earlier entries of the transcript"
+          >
+            {hidden} earlier entries…
+          </button>
+        </li>
+      )}
       {entries.length === 0 && (
         <li className="sb-help sb-transcript-empty">
           {snap.view.phase === 'idle' ? 'Run the flow to see its transcript here.' : 'Waiting for events…'}

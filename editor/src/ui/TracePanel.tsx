@@ -3,7 +3,7 @@
  * messages sent, the reply, tool calls, decisions, observers, retries and errors; each part
  * copyable as JSON. Shown above the node's form while a run has something for the node.
  */
-import type { ResolvedRequest } from '@switchboard/schemas/core';
+import type { ResolvedRequest, RunEvent } from '@switchboard/schemas/core';
 import { useMemo, useState, useSyncExternalStore } from 'react';
 import type { RunSession } from '../run/runSession.js';
 import { nodeTrace, type TracePart, type TraceTurn } from '../run/trace.js';
@@ -140,6 +140,35 @@ function Streaming({ nodeId }: { nodeId: string }) {
   );
 }
 
+/** How many events have a seq up to `seq` (events in seq order). */
+function countUpTo(events: readonly RunEvent[], seq: number): number {
+  let lo = 0;
+  let hi = events.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (events[mid]!.seq <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The seq of the last event at or before the playhead that a node's trace shows (its own events,
+ * observers firing on it); undefined when live. Walks back from the playhead to the first such.
+ */
+export function traceSeqAt(
+  events: readonly RunEvent[],
+  nodeId: string,
+  scrub: number | undefined,
+): number | undefined {
+  if (scrub === undefined) return undefined;
+  for (let i = countUpTo(events, scrub) - 1; i >= 0; i--) {
+    const e = events[i]!;
+    if (e.nodeId === nodeId || (e.type === 'observer.fired' && e.target === nodeId)) return e.seq;
+  }
+  return 0;
+}
+
 export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string }) {
   const { store } = useEditor();
   const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
@@ -148,14 +177,15 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
     .edges.filter((e) => e.source === nodeId && e.kind === 'handover')
     .map((e) => e.target);
   const key = candidates.join('\n');
-  const scrub = snap.scrub;
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the log grows in place; its size says when
+  // At the playhead: the trace as of that event. It changes only where an event of this node
+  // lies, so a scrub across other nodes' events does not build it again.
+  const upTo = traceSeqAt(runs.events(), nodeId, snap.scrub);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the log grows in place; its size and the node's last event say when
   const turns = useMemo(() => {
-    // At the playhead: the trace as of that event.
     const all = runs.events();
-    const events = scrub === undefined ? all : all.filter((e) => e.seq <= scrub);
+    const events = upTo === undefined ? all : all.slice(0, countUpTo(all, upTo));
     return nodeTrace(events, nodeId, key ? key.split('\n') : []);
-  }, [runs, nodeId, snap.logSize, key, scrub]);
+  }, [runs, nodeId, snap.logSize, key, upTo]);
   if (turns.length === 0) return null;
   // A fork counts the node's turns that called a model (what `--at NODE:TURN` counts).
   let modelTurns = 0;
