@@ -14,7 +14,7 @@
  * applies the new ones, and shows exactly what the server's log holds.
  */
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
-import { setOwn } from '@switchboard/schemas/core';
+import { RequestResolver, setOwn } from '@switchboard/schemas/core';
 import { ApiError, type FlowApi, type RunCommandBody, type RunSummary } from '../model/api.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { RunState } from '../store/runState.js';
@@ -126,6 +126,10 @@ export class RunSession {
    */
   private frames: Frame[] = [];
   private cursor: Frame | undefined;
+  /** The followed run's model requests, resolved once each (traces read them). */
+  private resolver = new RequestResolver();
+  /** A timer building the timeline (see `warmTimeline`). */
+  private warming: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly o: RunSessionOptions) {
     this.socket = new RunEventsSocket({
@@ -156,6 +160,15 @@ export class RunSession {
   /** The followed run's events (without `model.delta`), in seq order. Do not mutate. */
   events(): readonly RunEvent[] {
     return this.log;
+  }
+
+  /**
+   * The followed run's model requests, resolved (a request refers to earlier ones' messages):
+   * one resolver per run, so a trace built again resolves nothing twice. Requests are resolved
+   * as traces ask for them, in log order.
+   */
+  requests(): RequestResolver {
+    return this.resolver;
   }
 
   private update(patch: Partial<RunSnapshot>): void {
@@ -208,6 +221,7 @@ export class RunSession {
     this.scrubSeq = undefined;
     this.frames = [];
     this.cursor = undefined;
+    this.resolver = new RequestResolver();
     this.liveView = EMPTY_VIEW;
     this.o.store.runState.reset();
   }
@@ -258,6 +272,24 @@ export class RunSession {
       this.scrubSeq === undefined ? { view, logSize: this.log.length } : { logSize: this.log.length },
     );
     this.settle(runId);
+    this.warmTimeline(runId);
+  }
+
+  /**
+   * Builds the timeline's kept states as the log grows, a few at a time between frames, so a
+   * scrub never pays for them (each costs a copy of the marks and a fold of `SCRUB_STRIDE` events).
+   */
+  private warmTimeline(runId: string): void {
+    if (this.warming !== undefined) return;
+    const step = () => {
+      this.warming = undefined;
+      if (this.followed !== runId) return;
+      const want = Math.floor(this.log.length / SCRUB_STRIDE);
+      const upTo = Math.min(want, this.frames.length + 4);
+      if (this.frames.length <= upTo) this.frameBase(runId, upTo);
+      if (this.frames.length <= want) this.warming = setTimeout(step, 0);
+    };
+    this.warming = setTimeout(step, 50);
   }
 
   /** Moves the followed run's events now on the server's disk from the tail into `durable`. */
@@ -290,6 +322,7 @@ export class RunSession {
     const kept = this.log.length;
     while ((this.frames.at(-1)?.index ?? 0) > kept) this.frames.pop();
     if (this.cursor && this.cursor.index > kept) this.cursor = undefined;
+    this.resolver = new RequestResolver();
     // Built aside, then copied: only the nodes and edges that end up different re-render.
     const run = new RunState();
     run.restoreRun(this.durable.run);
@@ -348,7 +381,15 @@ export class RunSession {
       this.advance(runId, c, n);
       return c;
     }
-    const k = Math.floor(n / SCRUB_STRIDE);
+    const base = this.frameBase(runId, Math.floor(n / SCRUB_STRIDE));
+    const f: Frame = { index: base.index, run: base.run.copy(), view: base.view };
+    this.advance(runId, f, n);
+    this.cursor = f;
+    return f;
+  }
+
+  /** The timeline's kept state `k` (the run as of its first k × SCRUB_STRIDE events), built up to it. */
+  private frameBase(runId: string, k: number): Frame {
     if (this.frames.length === 0) {
       const run = new RunState();
       run.setModels(this.o.store.toFlow().models ?? {});
@@ -360,11 +401,7 @@ export class RunSession {
       this.advance(runId, next, prev.index + SCRUB_STRIDE);
       this.frames.push(next);
     }
-    const base = this.frames[k]!;
-    const f: Frame = { index: base.index, run: base.run.copy(), view: base.view };
-    this.advance(runId, f, n);
-    this.cursor = f;
-    return f;
+    return this.frames[k]!;
   }
 
   /** Folds the held events `f.index … n-1` into `f`. */

@@ -72,7 +72,7 @@ const Entry = memo(function Entry({ e, store }: { e: TranscriptEntry; store: Edi
 });
 
 /** Transcript entries rendered at first; earlier ones come on asking (a scrub frame stays cheap). */
-export const TRANSCRIPT_WINDOW = 300;
+export const TRANSCRIPT_WINDOW = 120;
 
 function Transcript({ snap, store }: { snap: RunSnapshot; store: EditorStore }) {
   const box = useRef<HTMLOListElement>(null);

@@ -4,7 +4,7 @@
  * copyable as JSON. Shown above the node's form while a run has something for the node.
  */
 import type { ResolvedRequest, RunEvent } from '@switchboard/schemas/core';
-import { useMemo, useState, useSyncExternalStore } from 'react';
+import { memo, useMemo, useState, useSyncExternalStore } from 'react';
 import type { RunSession } from '../run/runSession.js';
 import { nodeTrace, type TracePart, type TraceTurn } from '../run/trace.js';
 import { useEditor, useKeyed } from './context.js';
@@ -32,12 +32,27 @@ function CopyButton({ data, testid }: { data: unknown; testid: string }) {
   );
 }
 
+/** Messages of one request shown at first: the system prompt and the last ones (a long chat sends hundreds). */
+export const TRACE_MESSAGES = 40;
+/** Turns shown at first: the last ones (a node of a long run has hundreds). */
+export const TRACE_TURNS = 20;
+
 function Messages({ request }: { request: ResolvedRequest }) {
+  const [all, setAll] = useState(false);
+  const list = request.messages;
+  const lead = list[0]?.role === 'system' ? 1 : 0;
+  const hidden = all ? 0 : Math.max(0, list.length - lead - TRACE_MESSAGES);
+  const shown =
+    hidden > 0
+      ? [
+          ...list.slice(0, lead).map((m, i) => [m, i] as const),
+          ...list.slice(lead + hidden).map((m, i) => [m, lead + hidden + i] as const),
+        ]
+      : list.map((m, i) => [m, i] as const);
   return (
     <ol className="sb-trace-messages">
-      {request.messages.map((m, i) => (
+      {shown.map(([m, i]) => (
         <li
-          // biome-ignore lint/suspicious/noArrayIndexKey: a request's messages never change
           key={i}
           className={`sb-trace-msg sb-trace-${m.role}`}
           data-testid="trace-message"
@@ -54,8 +69,20 @@ function Messages({ request }: { request: ResolvedRequest }) {
               {`${c.name}(${c.arguments})`}
             </pre>
           ))}
+          {i === lead - 1 && hidden > 0 && (
+            <button type="button" data-testid="trace-more-messages" onClick={() => setAll(true)}>
+              {hidden} earlier messages…
+            </button>
+          )}
         </li>
       ))}
+      {lead === 0 && hidden > 0 && (
+        <li>
+          <button type="button" data-testid="trace-more-messages" onClick={() => setAll(true)}>
+            {hidden} earlier messages…
+          </button>
+        </li>
+      )}
     </ol>
   );
 }
@@ -101,15 +128,34 @@ function RerunButton({ runs, nodeId, turn }: { runs: RunSession; nodeId: string;
   );
 }
 
-function Turn({
-  turn,
-  index,
-  rerun,
-}: {
+interface TurnProps {
   turn: TraceTurn;
   index: number;
   rerun?: { runs: RunSession; nodeId: string; turn: number };
-}) {
+}
+
+/**
+ * A trace built again (the log grew, the playhead moved) has new objects for turns that did not
+ * change: a turn re-renders only when what it shows did (its parts only ever grow).
+ */
+function sameTurn(a: TurnProps, b: TurnProps): boolean {
+  const x = a.turn;
+  const y = b.turn;
+  return (
+    a.index === b.index &&
+    a.rerun?.turn === b.rerun?.turn &&
+    a.rerun?.nodeId === b.rerun?.nodeId &&
+    x.key === y.key &&
+    x.turn === y.turn &&
+    x.status === y.status &&
+    x.startedAt === y.startedAt &&
+    x.endedAt === y.endedAt &&
+    x.parts.length === y.parts.length &&
+    x.parts.at(-1)?.seq === y.parts.at(-1)?.seq
+  );
+}
+
+const Turn = memo(function Turn({ turn, index, rerun }: TurnProps) {
   const ms = turn.endedAt !== undefined ? turn.endedAt - turn.startedAt : undefined;
   return (
     <section className="sb-trace-turn" data-testid="trace-turn" data-status={turn.status}>
@@ -127,7 +173,7 @@ function Turn({
       </ul>
     </section>
   );
-}
+}, sameTurn);
 
 function Streaming({ nodeId }: { nodeId: string }) {
   const { store } = useEditor();
@@ -184,9 +230,11 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
   const turns = useMemo(() => {
     const all = runs.events();
     const events = upTo === undefined ? all : all.slice(0, countUpTo(all, upTo));
-    return nodeTrace(events, nodeId, key ? key.split('\n') : []);
+    return nodeTrace(events, nodeId, key ? key.split('\n') : [], runs.requests());
   }, [runs, nodeId, snap.logSize, key, upTo]);
+  const [turnsShown, setTurnsShown] = useState(TRACE_TURNS);
   if (turns.length === 0) return null;
+  const firstShown = Math.max(0, turns.length - turnsShown);
   // A fork counts the node's turns that called a model (what `--at NODE:TURN` counts).
   let modelTurns = 0;
   const forkTurn = turns.map((t) => (t.parts.some((p) => p.kind === 'request') ? ++modelTurns : undefined));
@@ -202,14 +250,27 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
         <span className="sb-trace-run">run {snap.view.runId}</span>
         <CopyButton data={turns} testid="trace-copy-all" />
       </header>
-      {turns.map((t, i) => (
-        <Turn
-          key={t.key}
-          turn={t}
-          index={i}
-          {...(forkTurn[i] !== undefined ? { rerun: { runs, nodeId, turn: forkTurn[i] } } : {})}
-        />
-      ))}
+      {firstShown > 0 && (
+        <button
+          type="button"
+          className="sb-trace-more"
+          data-testid="trace-more-turns"
+          onClick={() => setTurnsShown((n) => n + 100)}
+        >
+          {firstShown} earlier turns…
+        </button>
+      )}
+      {turns.slice(firstShown).map((t, j) => {
+        const i = firstShown + j;
+        return (
+          <Turn
+            key={t.key}
+            turn={t}
+            index={i}
+            {...(forkTurn[i] !== undefined ? { rerun: { runs, nodeId, turn: forkTurn[i] } } : {})}
+          />
+        );
+      })}
       <Streaming nodeId={nodeId} />
     </section>
   );
