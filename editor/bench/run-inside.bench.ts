@@ -296,7 +296,9 @@ async function main() {
       const { profile } = await cdp.send('Profiler.stop');
       const self = new Map<string, number>();
       const dt = new Map<number, number>();
-      profile.samples?.forEach((id, i) => dt.set(id, (dt.get(id) ?? 0) + (profile.timeDeltas?.[i] ?? 0)));
+      const samples = profile.samples ?? [];
+      for (let i = 0; i < samples.length; i++)
+        dt.set(samples[i]!, (dt.get(samples[i]!) ?? 0) + (profile.timeDeltas?.[i] ?? 0));
       for (const n of profile.nodes) {
         const k = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').pop()}:${n.callFrame.lineNumber}:${n.callFrame.columnNumber}`;
         self.set(k, (self.get(k) ?? 0) + (dt.get(n.id) ?? 0) / 1000);
