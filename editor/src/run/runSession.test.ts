@@ -60,7 +60,12 @@ afterEach(() => {
 });
 
 /** A session on fake sockets, watching flow `f` (whose runs the server lists as `runs`). */
-async function session(provisional?: boolean, runs: RunSummary[] = [], logs = new Map<string, RunEvent[]>()) {
+async function session(
+  provisional?: boolean,
+  runs: RunSummary[] = [],
+  logs = new Map<string, RunEvent[]>(),
+  frame?: (fn: () => void) => unknown,
+) {
   const sockets: FakeSocket[] = [];
   const api = {
     wsUrl: () => 'ws://server/api/ws',
@@ -74,6 +79,7 @@ async function session(provisional?: boolean, runs: RunSummary[] = [], logs = ne
     api,
     store,
     provisional,
+    ...(frame ? { frame } : {}),
     createSocket: () => {
       const s = new FakeSocket();
       sockets.push(s);
@@ -350,5 +356,32 @@ describe('RunSession: the playhead', () => {
     notified.length = 0;
     x.runs.scrubTo(8);
     expect(notified).toEqual(['counters c']);
+  });
+
+  it('applies what the socket delivers once per animation frame, in order', async () => {
+    const frames: Array<() => void> = [];
+    const x = await session(true, [], new Map(), (fn) => frames.push(fn));
+    let renders = 0;
+    x.runs.subscribe(() => renders++);
+    x.now().push(frame('r1', DURABLE.slice(0, 2), 2));
+    x.now().push(frame('r1', DURABLE.slice(2, 4), 4));
+    x.now().push(frame('r1', DURABLE.slice(4), 6));
+    // Nothing shown before the frame.
+    expect(x.runs.events()).toHaveLength(0);
+    expect(frames).toHaveLength(1);
+    frames.shift()!();
+    expect(x.runs.events().map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(shown(x).activeNode).toBe('b');
+    expect(shown(x).edges.e1).toBe('active');
+    // Applied in one go: the canvas re-renders once for the three messages.
+    expect(renders).toBeGreaterThan(0);
+    // A frame that never comes (a hidden tab): a timer applies them.
+    x.now().push(frame('r1', REDONE, 9));
+    expect(x.runs.events()).toHaveLength(6);
+    vi.advanceTimersByTime(60);
+    expect(x.runs.events()).toHaveLength(9);
+    // The late frame then does nothing more.
+    frames.shift()?.();
+    expect(x.runs.events()).toHaveLength(9);
   });
 });

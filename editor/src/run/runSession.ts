@@ -82,6 +82,10 @@ export interface RunSessionOptions {
   maxEntries?: number;
   /** Receive events before they are on the server's disk (see `RunEventsSocket`). Default true. */
   provisional?: boolean;
+  /** Apply socket messages once per animation frame (default: when the page has frames). */
+  batchFrames?: boolean;
+  /** The frame scheduler (default `requestAnimationFrame`). */
+  frame?: (fn: () => void) => unknown;
 }
 
 /** Events between two kept states of the timeline (a scrub folds at most this many). */
@@ -128,6 +132,9 @@ export class RunSession {
   private cursor: Frame | undefined;
   /** The followed run's model requests, resolved once each (traces read them). */
   private resolver = new RequestResolver();
+  /** Socket messages not applied yet: applied together once per animation frame (see `later`). */
+  private pending: Array<() => void> = [];
+  private flushScheduled = false;
   /** A timer building the timeline (see `warmTimeline`). */
   private warming: ReturnType<typeof setTimeout> | undefined;
 
@@ -137,8 +144,8 @@ export class RunSession {
       protocols: o.api.wsProtocols(),
       createSocket: o.createSocket,
       provisional: o.provisional ?? true,
-      onEvents: (runId, events) => this.onEvents(runId, events),
-      onRewind: (runId, toSeq) => this.onRewind(runId, toSeq),
+      onEvents: (runId, events) => this.later(() => this.onEvents(runId, events)),
+      onRewind: (runId, toSeq) => this.later(() => this.onRewind(runId, toSeq)),
       onState: (connection) => this.update({ connection }),
       onServerError: (code, message) => {
         if (code !== 'not-found') this.update({ problem: `Run events: ${message}` });
@@ -171,6 +178,40 @@ export class RunSession {
     return this.resolver;
   }
 
+  /**
+   * Applies what the socket delivered at the next animation frame, all of it at once: a fan-out
+   * whose events arrive in many small messages re-renders the canvas once a frame, not once a
+   * message. Without animation frames (tests, a hidden tab) a short timer does it.
+   */
+  private later(apply: () => void): void {
+    const raf = this.o.frame ?? globalThis.requestAnimationFrame;
+    if (raf === undefined || this.o.batchFrames === false) {
+      apply();
+      return;
+    }
+    this.pending.push(apply);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    let done = false;
+    const flush = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      this.flush();
+    };
+    const timer = setTimeout(flush, 40);
+    raf(flush);
+  }
+
+  /** Applies the socket messages waiting for a frame, in order (before anything reads the run). */
+  flush(): void {
+    this.flushScheduled = false;
+    const todo = this.pending;
+    if (todo.length === 0) return;
+    this.pending = [];
+    for (const apply of todo) apply();
+  }
+
   private update(patch: Partial<RunSnapshot>): void {
     this.snapshot = { ...this.snapshot, ...patch };
     for (const fn of this.listeners) fn();
@@ -189,6 +230,7 @@ export class RunSession {
    * again with the same id does nothing.
    */
   async watchFlow(flowId: string): Promise<void> {
+    this.flush();
     if (this.flowId === flowId) return;
     if (this.flowId !== undefined) this.socket.unwatchFlow(this.flowId);
     this.forgetFollowed();
@@ -343,6 +385,7 @@ export class RunSession {
    * `seq`, at most `SCRUB_STRIDE` events are folded; only nodes whose marks change re-render.
    */
   scrubTo(seq: number | undefined): void {
+    this.flush();
     const runId = this.followed;
     if (runId === undefined) return;
     const last = this.log.at(-1)?.seq ?? 0;
@@ -415,6 +458,7 @@ export class RunSession {
 
   /** Compares two runs of the flow: their paths on the canvas, per node output, tokens and time. */
   async compare(a: string, b: string): Promise<void> {
+    this.flush();
     try {
       const [ea, eb] = await Promise.all([this.o.api.runEvents(a), this.o.api.runEvents(b)]);
       const comparison = compareRuns(
@@ -445,6 +489,7 @@ export class RunSession {
    * over REST), then live if it still goes.
    */
   async open(run: RunSummary): Promise<void> {
+    this.flush();
     if (this.followed === run.id) return;
     this.follow(run.id, Date.parse(run.createdAt) || 0, false);
     const opened = { runId: run.id, how: 'history' as const, createdAt: run.createdAt };
@@ -532,6 +577,7 @@ export class RunSession {
 
   /** Sets or clears a breakpoint; a live run gets it at once, later runs when they start. */
   toggleBreakpoint(nodeId: string): void {
+    this.flush();
     const rs = this.o.store.runState;
     const on = !rs.breakpoints.get(nodeId);
     rs.toggleBreakpoint(nodeId, on);

@@ -4,8 +4,17 @@
  * human node, breakpoints), and the live transcript. Served without a server it explains why
  * nothing can run.
  */
-import { memo, useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore } from 'react';
+import {
+  memo,
+  useDeferredValue,
+  useEffect,
+  useLayoutEffect,
+  useRef,
+  useState,
+  useSyncExternalStore,
+} from 'react';
 import type { RunSession, RunSnapshot } from '../run/runSession.js';
+import type { RunView } from '../run/transcript.js';
 import { brief, FINAL_PHASES, type RunPhase, type TranscriptEntry } from '../run/transcript.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { ComparePanel } from './ComparePanel.js';
@@ -72,13 +81,18 @@ const Entry = memo(function Entry({ e, store }: { e: TranscriptEntry; store: Edi
 });
 
 /** Transcript entries rendered at first; earlier ones come on asking (a scrub frame stays cheap). */
-export const TRANSCRIPT_WINDOW = 120;
+export const TRANSCRIPT_WINDOW = 100;
 
-function Transcript({ snap, store }: { snap: RunSnapshot; store: EditorStore }) {
+/**
+ * The run's transcript. Given the view deferred (`useDeferredValue`): while the playhead moves,
+ * the canvas follows at once and the transcript renders when the browser has time, a render a
+ * newer move interrupts.
+ */
+const Transcript = memo(function Transcript({ view, store }: { view: RunView; store: EditorStore }) {
   const box = useRef<HTMLOListElement>(null);
   const pinned = useRef(true);
   const [shownMax, setShownMax] = useState(TRANSCRIPT_WINDOW);
-  const { entries: all, dropped } = snap.view;
+  const { entries: all, dropped } = view;
   const hidden = Math.max(0, all.length - shownMax);
   const entries = hidden > 0 ? all.slice(hidden) : all;
   // Follow the end of the transcript unless the reader scrolled up.
@@ -113,7 +127,7 @@ function Transcript({ snap, store }: { snap: RunSnapshot; store: EditorStore }) 
       )}
       {entries.length === 0 && (
         <li className="sb-help sb-transcript-empty">
-          {snap.view.phase === 'idle' ? 'Run the flow to see its transcript here.' : 'Waiting for events…'}
+          {view.phase === 'idle' ? 'Run the flow to see its transcript here.' : 'Waiting for events…'}
         </li>
       )}
       {entries.map((e) => (
@@ -121,7 +135,7 @@ function Transcript({ snap, store }: { snap: RunSnapshot; store: EditorStore }) 
       ))}
     </ol>
   );
-}
+});
 
 function AnswerForm({ runs, snap }: { runs: RunSession; snap: RunSnapshot }) {
   const { store } = useEditor();
@@ -295,6 +309,7 @@ function LivePanel({ runs }: { runs: RunSession }) {
   }, [flowId, examples]);
 
   const v = snap.view;
+  const transcriptView = useDeferredValue(v);
   const phase: RunPhase = snap.busy && v.phase === 'idle' ? 'starting' : v.phase;
   // At a past point of the timeline the view is history: commands wait until it is live again.
   const live = !!v.runId && phase !== 'idle' && !FINAL_PHASES.has(phase) && snap.scrub === undefined;
@@ -452,7 +467,7 @@ function LivePanel({ runs }: { runs: RunSession }) {
       )}
       {open && (
         <div className="sb-run-body">
-          <Transcript snap={snap} store={store} />
+          <Transcript view={transcriptView} store={store} />
           <div className="sb-run-side">
             {v.waiting && phase === 'waiting' && <AnswerForm key={v.waiting.seq} runs={runs} snap={snap} />}
             <Output snap={snap} />

@@ -4,7 +4,7 @@
  * copyable as JSON. Shown above the node's form while a run has something for the node.
  */
 import type { ResolvedRequest, RunEvent } from '@switchboard/schemas/core';
-import { memo, useMemo, useState, useSyncExternalStore } from 'react';
+import { memo, useDeferredValue, useMemo, useState, useSyncExternalStore } from 'react';
 import type { RunSession } from '../run/runSession.js';
 import { nodeTrace, type TracePart, type TraceTurn } from '../run/trace.js';
 import { useEditor, useKeyed } from './context.js';
@@ -35,7 +35,7 @@ function CopyButton({ data, testid }: { data: unknown; testid: string }) {
 /** Messages of one request shown at first: the system prompt and the last ones (a long chat sends hundreds). */
 export const TRACE_MESSAGES = 40;
 /** Turns shown at first: the last ones (a node of a long run has hundreds). */
-export const TRACE_TURNS = 20;
+export const TRACE_TURNS = 10;
 
 function Messages({ request }: { request: ResolvedRequest }) {
   const [all, setAll] = useState(false);
@@ -225,7 +225,8 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
   const key = candidates.join('\n');
   // At the playhead: the trace as of that event. It changes only where an event of this node
   // lies, so a scrub across other nodes' events does not build it again.
-  const upTo = traceSeqAt(runs.events(), nodeId, snap.scrub);
+  // Deferred: while the playhead moves the canvas follows at once, the trace when there is time.
+  const upTo = useDeferredValue(traceSeqAt(runs.events(), nodeId, snap.scrub));
   // biome-ignore lint/correctness/useExhaustiveDependencies: the log grows in place; its size and the node's last event say when
   const turns = useMemo(() => {
     const all = runs.events();
