@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Flow, FlowEdgeT, FlowNodeT } from '@switchboard/schemas';
-import { chromium, type Page } from 'playwright-core';
+import { type CDPSession, chromium, type Page } from 'playwright-core';
 import { createServer } from '../../runtime/src/server/index.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
@@ -204,6 +204,31 @@ const WATCH_SCRUB = `(() => {
   });
 })()`;
 
+/** Frame intervals of the page doing nothing for `ms`: what the machine allows (it is shared). */
+async function idleFrames(page: Page, ms = 1500): Promise<ReturnType<typeof summary>> {
+  await page.evaluate(START_FRAMES);
+  await page.waitForTimeout(ms);
+  const { frames } = (await page.evaluate(STOP_FRAMES)) as { frames: number[] };
+  return summary(frames);
+}
+
+/** Stops the CPU profile and prints where the time went: self time by function, the top 25. */
+async function topFunctions(cdp: CDPSession): Promise<void> {
+  const { profile } = await cdp.send('Profiler.stop');
+  const self = new Map<string, number>();
+  const dt = new Map<number, number>();
+  const samples = profile.samples ?? [];
+  for (let i = 0; i < samples.length; i++)
+    dt.set(samples[i]!, (dt.get(samples[i]!) ?? 0) + (profile.timeDeltas?.[i] ?? 0));
+  for (const n of profile.nodes) {
+    const f = n.callFrame;
+    const k = `${f.functionName || '(anon)'} ${f.url.split('/').pop()}:${f.lineNumber}:${f.columnNumber}`;
+    self.set(k, (self.get(k) ?? 0) + (dt.get(n.id) ?? 0) / 1000);
+  }
+  for (const [k, ms] of [...self].sort((x, y) => y[1] - x[1]).slice(0, 25))
+    process.stderr.write(`${round(ms)} ms  ${k}\n`);
+}
+
 async function setScrub(page: Page, seq: number): Promise<void> {
   await page.evaluate((v) => {
     const input = document.querySelector('[data-testid="run-scrubber"]') as HTMLInputElement;
@@ -291,22 +316,9 @@ async function main() {
       await setScrub(page, 1 + (x % (last - 1)));
     }
     const stepsAndJumps = (await page.evaluate('window.__scrub.splice(0)')) as number[];
-    if (cdp) {
-      // Where the time of those scrubs went: self time by function, the top 25.
-      const { profile } = await cdp.send('Profiler.stop');
-      const self = new Map<string, number>();
-      const dt = new Map<number, number>();
-      const samples = profile.samples ?? [];
-      for (let i = 0; i < samples.length; i++)
-        dt.set(samples[i]!, (dt.get(samples[i]!) ?? 0) + (profile.timeDeltas?.[i] ?? 0));
-      for (const n of profile.nodes) {
-        const k = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').pop()}:${n.callFrame.lineNumber}:${n.callFrame.columnNumber}`;
-        self.set(k, (self.get(k) ?? 0) + (dt.get(n.id) ?? 0) / 1000);
-      }
-      const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 25);
-      for (const [k, ms] of top) process.stderr.write(`${round(ms)} ms  ${k}\n`);
-    }
+    if (cdp) await topFunctions(cdp);
     // A drag of the playhead with the mouse, across the run and back.
+    const idleBeforeDrag = await idleFrames(page);
     const box = (await page.getByTestId('run-scrubber').boundingBox())!;
     await page.evaluate(START_FRAMES);
     await page.mouse.move(box.x + 4, box.y + box.height / 2);
@@ -325,6 +337,7 @@ async function main() {
       stepsAndJumps: summary(stepsAndJumps),
       dragWork: summary(dragWork),
       dragFrameIntervals: summary(drag.frames),
+      idleFrameIntervals: idleBeforeDrag,
       dragLongTasks: drag.long.length,
     };
     if (pct(all, 0.95) > 50) fails.push(`scrub p95 ${pct(all, 0.95)} ms (> 50)`);
@@ -351,10 +364,17 @@ async function main() {
       .getByTestId('run-pace')
       .selectOption('0')
       .catch(() => {});
+    const idleBeforeRun = await idleFrames(p2);
+    const cdp2 = process.env.SB_BENCH_PROFILE ? await p2.context().newCDPSession(p2) : undefined;
+    if (cdp2) {
+      await cdp2.send('Profiler.enable');
+      await cdp2.send('Profiler.start');
+    }
     await p2.evaluate(START_FRAMES);
     await p2.getByTestId('btn-run').click();
     await p2.locator('[data-testid="run-panel"][data-phase="completed"]').waitFor({ timeout: 120_000 });
     const live = (await p2.evaluate(STOP_FRAMES)) as { frames: number[]; long: number[] };
+    if (cdp2) await topFunctions(cdp2);
     const faceUpdates = (await p2.evaluate('window.__faceUpdates')) as number;
     const runId = (await p2.getByTestId('run-panel').getAttribute('data-run-id'))!;
     const { lastSeq } = ((await api(url, 'GET', `/api/runs/${runId}`)) as { run: { lastSeq: number } }).run;
@@ -367,6 +387,7 @@ async function main() {
       durableEvents: lastSeq,
       eventsOnDisk: deltas,
       frameIntervals: summary(live.frames),
+      idleFrameIntervals: idleBeforeRun,
       framesOver33ms: over(33.4),
       framesOver50ms: over(50),
       longTasks: live.long.length,
@@ -380,6 +401,7 @@ async function main() {
     await server.close();
     rmSync(dir, { recursive: true, force: true });
   }
+  results.loadAverage = (await import('node:os')).loadavg().map(round);
   const text = JSON.stringify(results, null, 2);
   process.stdout.write(`${text}\n`);
   writeFileSync(join(HERE, 'results-run-inside.json'), `${text}\n`);
