@@ -366,6 +366,9 @@ async function main() {
       .catch(() => {});
     const idleBeforeRun = await idleFrames(p2);
     const cdp2 = process.env.SB_BENCH_PROFILE ? await p2.context().newCDPSession(p2) : undefined;
+    const traceFile = join(tmpdir(), 'sb-bench-fanout-trace.json');
+    if (process.env.SB_BENCH_TRACE)
+      await browser.startTracing(p2, { path: traceFile, categories: ['devtools.timeline', 'blink', 'v8'] });
     if (cdp2) {
       await cdp2.send('Profiler.enable');
       await cdp2.send('Profiler.start');
@@ -375,6 +378,19 @@ async function main() {
     await p2.locator('[data-testid="run-panel"][data-phase="completed"]').waitFor({ timeout: 120_000 });
     const live = (await p2.evaluate(STOP_FRAMES)) as { frames: number[]; long: number[] };
     if (cdp2) await topFunctions(cdp2);
+    if (process.env.SB_BENCH_TRACE) {
+      await browser.stopTracing();
+      // Main-thread time by trace event (complete events, self time not separated): what kind of work it was.
+      const { readFileSync } = await import('node:fs');
+      const trace = JSON.parse(readFileSync(traceFile, 'utf8')) as {
+        traceEvents: Array<{ name: string; ph: string; dur?: number; tid: number }>;
+      };
+      const by = new Map<string, number>();
+      for (const e of trace.traceEvents)
+        if (e.ph === 'X' && e.dur) by.set(e.name, (by.get(e.name) ?? 0) + e.dur / 1000);
+      for (const [k, ms] of [...by].sort((x, y) => y[1] - x[1]).slice(0, 30))
+        process.stderr.write(`${round(ms)} ms  [trace] ${k}\n`);
+    }
     const faceUpdates = (await p2.evaluate('window.__faceUpdates')) as number;
     const runId = (await p2.getByTestId('run-panel').getAttribute('data-run-id'))!;
     const { lastSeq } = ((await api(url, 'GET', `/api/runs/${runId}`)) as { run: { lastSeq: number } }).run;
