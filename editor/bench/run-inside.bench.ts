@@ -101,7 +101,7 @@ function longFlow(turns: number): Flow {
   };
 }
 
-/** start → 100 agents at once → joiner → end; each reply streams 12 pieces over ~1.2 s. */
+/** start → 100 agents at once → joiner → end; each reply streams 24 pieces over ~3 s. */
 function fanoutFlow(n: number): Flow {
   const nodes: FlowNodeT[] = [
     { id: 'start', kind: 'start', position: at(0, 600), config: {} },
@@ -113,7 +113,7 @@ function fanoutFlow(n: number): Flow {
     nodes.push(agentNode(`p${i}`, at(300 + (i % 10) * 140, (Math.floor(i / 10) - 0) * 130)));
     edges.push(handover('start', `p${i}`), handover(`p${i}`, 'joiner'));
   }
-  const deltas = Array.from({ length: 12 }, (_, i) => `piece ${i + 1} `);
+  const deltas = Array.from({ length: 24 }, (_, i) => `piece ${i + 1} `);
   return {
     version: 1,
     id: 'bench-fanout',
@@ -121,7 +121,7 @@ function fanoutFlow(n: number): Flow {
     models: {
       default: {
         provider: 'scripted',
-        latencyMs: 1200,
+        latencyMs: 3000,
         script: [
           { node: 'joiner', fallback: true, text: 'joined', latencyMs: 0 },
           { fallback: true, text: deltas.join(''), deltas },

@@ -95,11 +95,18 @@ const Transcript = memo(function Transcript({ view, store }: { view: RunView; st
   const { entries: all, dropped } = view;
   const hidden = Math.max(0, all.length - shownMax);
   const entries = hidden > 0 ? all.slice(hidden) : all;
-  // Follow the end of the transcript unless the reader scrolled up.
+  // Follow the end of the transcript unless the reader scrolled up: at the next frame, once for
+  // however many commits came before it (scrolling makes the browser lay the page out at once).
+  const scrollFrame = useRef(0);
   useLayoutEffect(() => {
-    const el = box.current;
-    if (el && pinned.current && entries.length) el.scrollTop = el.scrollHeight;
+    if (!pinned.current || !entries.length || scrollFrame.current) return;
+    scrollFrame.current = requestAnimationFrame(() => {
+      scrollFrame.current = 0;
+      const el = box.current;
+      if (el && pinned.current) el.scrollTop = el.scrollHeight;
+    });
   }, [entries]);
+  useEffect(() => () => cancelAnimationFrame(scrollFrame.current), []);
   return (
     <ol
       className="sb-transcript"
