@@ -283,4 +283,51 @@ describe('inside a run, on the canvas', { timeout: 180_000 }, () => {
     expect(await page.getByTestId('node-sender').getAttribute('data-run-status')).toBe('completed');
     expect(errors).toEqual([]);
   });
+
+  it('the history filters by status and text, marks a waiting run nobody moved for long as stale, and cancels it', async () => {
+    await serve();
+    const { page, errors } = await person('/?flow=support-triage');
+    await inRoom(page, 'support-triage');
+    await page.getByTestId('run-pace').selectOption('0');
+    await page.getByTestId('run-input').fill('The app crashes on start since yesterday');
+    await page.getByTestId('btn-run').click();
+    await phase(page, 'completed');
+    const tech = (await page.getByTestId('run-panel').getAttribute('data-run-id'))!;
+    await page.getByTestId('run-input').fill('I was charged twice on invoice INV-1042, please refund');
+    await page.getByTestId('btn-run').click();
+    await phase(page, 'waiting');
+    const waiting = (await page.getByTestId('run-panel').getAttribute('data-run-id'))!;
+    // Nobody answered for an hour (the clock of its entry moved back, as an old visit leaves it).
+    const rec = srv.server.store.catalog.data.runs[waiting]!;
+    rec.updatedAt = new Date(Date.now() - 3_600_000).toISOString();
+
+    await page.getByTestId('btn-history').click();
+    const row = (id: string) => page.locator(`[data-testid="history-run"][data-run-id="${id}"]`);
+    await row(waiting).waitFor(WAIT);
+    expect(await row(waiting).getAttribute('data-stale')).toBe('true');
+    expect(await row(tech).getAttribute('data-stale')).toBeNull();
+    // Started from this editor: its person's name, not how.
+    expect(await row(tech).getByTestId('history-who').getAttribute('data-named')).toBe('true');
+    const ids = () =>
+      page.getByTestId('history-run').evaluateAll((els) => els.map((e) => e.getAttribute('data-run-id')));
+    await page.getByTestId('history-filter').selectOption('stale');
+    await expect.poll(ids, WAIT).toEqual([waiting]);
+    await page.getByTestId('history-filter').selectOption('completed');
+    await expect.poll(ids, WAIT).toEqual([tech]);
+    await page.getByTestId('history-filter').selectOption('all');
+    // Text: a node of its path.
+    await page.getByTestId('history-search').fill('diagnoser');
+    await expect.poll(ids, WAIT).toEqual([tech]);
+    await page.getByTestId('history-search').fill('approval');
+    await expect.poll(ids, WAIT).toEqual([waiting]);
+    await page.getByTestId('history-search').fill('');
+    await expect.poll(ids, WAIT).toEqual([waiting, tech]);
+    await page.screenshot({ path: artifact('run-inside-history-filter.png') });
+    await row(waiting).getByTestId('history-cancel').click();
+    await page
+      .locator(`[data-testid="history-run"][data-run-id="${waiting}"][data-status="cancelled"]`)
+      .waitFor(WAIT);
+    expect(await row(waiting).getAttribute('data-stale')).toBeNull();
+    expect(errors).toEqual([]);
+  });
 });

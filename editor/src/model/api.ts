@@ -38,7 +38,15 @@ export interface RunSummary {
   counters?: { turns: number; promptTokens: number; completionTokens: number; toolCalls: number };
   /** A process of this server hosts it (it can take commands). */
   live?: boolean;
+  /** How it was started: `api` (REST, the editor), `cli`, `mcp`. */
   source?: string;
+  /** Who started it, as they named themselves: untrusted display text, never a key. */
+  startedBy?: string;
+  /** Nodes it ran, in order (the first ones), and how many steps more it took. */
+  path?: string[];
+  pathMore?: number;
+  /** Cost of its priced model calls (absent when no model of it has a price). */
+  cost?: number;
   /** A fork: the run it started from, and at which node's turn. */
   parentRunId?: string;
   forkedAt?: { nodeId: string; turn: number };

@@ -3,8 +3,10 @@ import type { RunEvent } from '@switchboard/schemas';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FlowApi, RunSummary } from '../model/api.js';
 import { EditorStore } from '../store/editorStore.js';
+import { RunState } from '../store/runState.js';
 import { FakeSocket, frame } from '../testing/fakeSocket.js';
-import { RunSession, STALE_MS } from './runSession.js';
+import { RunSession, SCRUB_STRIDE, STALE_MS } from './runSession.js';
+import { EMPTY_VIEW, fold } from './transcript.js';
 
 /** Events of run `r1` from seq `from` on, as the server's log holds them. */
 function events(list: Array<Record<string, unknown>>, from = 1): RunEvent[] {
@@ -58,7 +60,12 @@ afterEach(() => {
 });
 
 /** A session on fake sockets, watching flow `f` (whose runs the server lists as `runs`). */
-async function session(provisional?: boolean, runs: RunSummary[] = [], logs = new Map<string, RunEvent[]>()) {
+async function session(
+  provisional?: boolean,
+  runs: RunSummary[] = [],
+  logs = new Map<string, RunEvent[]>(),
+  frame?: (fn: () => void) => unknown,
+) {
   const sockets: FakeSocket[] = [];
   const api = {
     wsUrl: () => 'ws://server/api/ws',
@@ -72,6 +79,7 @@ async function session(provisional?: boolean, runs: RunSummary[] = [], logs = ne
     api,
     store,
     provisional,
+    ...(frame ? { frame } : {}),
     createSocket: () => {
       const s = new FakeSocket();
       sockets.push(s);
@@ -243,5 +251,137 @@ describe('RunSession: the playhead', () => {
     expect(x.runs.getSnapshot().scrub).toBeUndefined();
     expect(shown(x).activeNode).toBe('d');
     expect(x.runs.getSnapshot().view.lastSeq).toBe(9);
+  });
+
+  it('at any event, forwards, backwards and far, shows what folding the log from its start shows', async () => {
+    const x = await session(true);
+    const ids = ['a', 'b', 'c', 'd'];
+    const list: Array<Record<string, unknown>> = [{ type: 'run.started', flowId: 'f', input: 'hi' }];
+    for (let i = 0; list.length < SCRUB_STRIDE * 5 + 37; i++) {
+      const id = ids[i % 4]!;
+      list.push(
+        { type: 'node.started', nodeId: id },
+        { type: 'turn.started', nodeId: id, turn: i + 1 },
+        {
+          type: 'message',
+          nodeId: id,
+          message: { seq: i + 1, role: 'assistant', author: id, content: `reply ${i}` },
+        },
+        {
+          type: 'turn.completed',
+          nodeId: id,
+          turn: i + 1,
+          usage: { promptTokens: 10, completionTokens: i },
+        },
+        { type: 'handover', edgeId: `e${(i % 3) + 1}`, from: id, to: ids[(i + 1) % 4] },
+        { type: 'node.completed', nodeId: id },
+      );
+    }
+    const log = events(list);
+    x.now().push(frame('r1', log, log.length));
+    const expected = (seq: number) => {
+      const run = new RunState();
+      const prefix = log.filter((e) => e.seq <= seq);
+      for (const e of prefix) run.applyRunEvent(e, true);
+      return {
+        view: fold({ ...EMPTY_VIEW, runId: 'r1' }, 'r1', prefix),
+        nodes: Object.fromEntries(ids.map((id) => [id, run.get(id)])),
+        counters: Object.fromEntries(ids.map((id) => [id, run.counters.get(id)])),
+        activeNode: run.activeNode,
+        activeEdge: run.activeEdge,
+      };
+    };
+    const last = log.length;
+    for (const seq of [
+      3,
+      4,
+      5,
+      700,
+      699,
+      1,
+      2 * SCRUB_STRIDE,
+      2 * SCRUB_STRIDE + 1,
+      10,
+      last - 1,
+      450,
+      451,
+      300,
+    ]) {
+      x.runs.scrubTo(seq);
+      const got = shown(x);
+      const want = expected(seq);
+      expect(got.view.lastSeq, `at ${seq}`).toBe(seq);
+      expect(got.view.entries, `at ${seq}`).toEqual(want.view.entries);
+      expect({ turns: got.view.turns, tokens: got.view.tokens }).toEqual({
+        turns: want.view.turns,
+        tokens: want.view.tokens,
+      });
+      expect(got.nodes, `at ${seq}`).toEqual(want.nodes);
+      expect(Object.fromEntries(ids.map((id) => [id, x.store.runState.counters.get(id)]))).toEqual(
+        want.counters,
+      );
+      expect([got.activeNode, got.activeEdge], `at ${seq}`).toEqual([want.activeNode, want.activeEdge]);
+    }
+  });
+
+  it('one step of the playhead notifies only the nodes whose marks or counters change', async () => {
+    const x = await session(true);
+    const list: Array<Record<string, unknown>> = [{ type: 'run.started', flowId: 'f', input: 'hi' }];
+    for (const id of ['a', 'b', 'c', 'd'])
+      list.push(
+        { type: 'node.started', nodeId: id },
+        { type: 'turn.completed', nodeId: id, turn: 1, usage: { promptTokens: 1, completionTokens: 1 } },
+        { type: 'node.completed', nodeId: id },
+      );
+    const log = events(list);
+    x.now().push(frame('r1', log, log.length));
+    const rs = x.store.runState;
+    const notified: string[] = [];
+    for (const id of ['a', 'b', 'c', 'd']) {
+      rs.subscribe(id, () => notified.push(`mark ${id}`));
+      rs.counters.subscribe(id, () => notified.push(`counters ${id}`));
+    }
+    // Far back then one step at a time: each step touches the node its event belongs to.
+    x.runs.scrubTo(2);
+    x.runs.scrubTo(6); // b started, a done
+    notified.length = 0;
+    x.runs.scrubTo(7); // node.completed b
+    expect(notified.sort()).toEqual(['counters b', 'mark b']);
+    notified.length = 0;
+    x.runs.scrubTo(8); // node.started c: c becomes active, b stops being active
+    expect(notified.sort()).toEqual(['counters c', 'mark b', 'mark c']);
+    notified.length = 0;
+    x.runs.scrubTo(9); // turn.completed c
+    expect(notified).toEqual(['counters c']);
+    notified.length = 0;
+    x.runs.scrubTo(8);
+    expect(notified).toEqual(['counters c']);
+  });
+
+  it('applies what the socket delivers once per animation frame, in order', async () => {
+    const frames: Array<() => void> = [];
+    const x = await session(true, [], new Map(), (fn) => frames.push(fn));
+    let renders = 0;
+    x.runs.subscribe(() => renders++);
+    x.now().push(frame('r1', DURABLE.slice(0, 2), 2));
+    x.now().push(frame('r1', DURABLE.slice(2, 4), 4));
+    x.now().push(frame('r1', DURABLE.slice(4), 6));
+    // Nothing shown before the frame.
+    expect(x.runs.events()).toHaveLength(0);
+    expect(frames).toHaveLength(1);
+    frames.shift()!();
+    expect(x.runs.events().map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(shown(x).activeNode).toBe('b');
+    expect(shown(x).edges.e1).toBe('active');
+    // Applied in one go: the canvas re-renders once for the three messages.
+    expect(renders).toBeGreaterThan(0);
+    // A frame that never comes (a hidden tab): a timer applies them.
+    x.now().push(frame('r1', REDONE, 9));
+    expect(x.runs.events()).toHaveLength(6);
+    vi.advanceTimersByTime(60);
+    expect(x.runs.events()).toHaveLength(9);
+    // The late frame then does nothing more.
+    frames.shift()?.();
+    expect(x.runs.events()).toHaveLength(9);
   });
 });

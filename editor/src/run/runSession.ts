@@ -14,7 +14,7 @@
  * applies the new ones, and shows exactly what the server's log holds.
  */
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
-import { setOwn } from '@switchboard/schemas/core';
+import { RequestResolver, setOwn } from '@switchboard/schemas/core';
 import {
   ApiError,
   type AttachedLink,
@@ -95,6 +95,20 @@ export interface RunSessionOptions {
   maxEntries?: number;
   /** Receive events before they are on the server's disk (see `RunEventsSocket`). Default true. */
   provisional?: boolean;
+  /** Apply socket messages once per animation frame (default: when the page has frames). */
+  batchFrames?: boolean;
+  /** The frame scheduler (default `requestAnimationFrame`). */
+  frame?: (fn: () => void) => unknown;
+}
+
+/** Events between two kept states of the timeline (a scrub folds at most this many). */
+export const SCRUB_STRIDE = 200;
+
+/** The followed run as of its first `index` held events: canvas marks and run panel view. */
+interface Frame {
+  index: number;
+  run: RunState;
+  view: RunView;
 }
 
 /** The followed run as of its durable watermark: what no restart of the server can change. */
@@ -126,6 +140,20 @@ export class RunSession {
 
   /** The pins of the watched flow (flowPins.ts). */
   readonly pins: FlowPins;
+  /**
+   * The timeline: the run as of every `SCRUB_STRIDE`th held event (`frames[k].index` is
+   * k × SCRUB_STRIDE), built as the playhead first reaches them; and the state the playhead
+   * shows, folded forward from there. A scrub frame then folds at most a stride of events.
+   */
+  private frames: Frame[] = [];
+  private cursor: Frame | undefined;
+  /** The followed run's model requests, resolved once each (traces read them). */
+  private resolver = new RequestResolver();
+  /** Socket messages not applied yet: applied together once per animation frame (see `later`). */
+  private pending: Array<() => void> = [];
+  private flushScheduled = false;
+  /** A timer building the timeline (see `warmTimeline`). */
+  private warming: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly o: RunSessionOptions) {
     this.pins = new FlowPins(o.api);
@@ -135,8 +163,8 @@ export class RunSession {
       protocols: o.api.wsProtocols(),
       createSocket: o.createSocket,
       provisional: o.provisional ?? true,
-      onEvents: (runId, events) => this.onEvents(runId, events),
-      onRewind: (runId, toSeq) => this.onRewind(runId, toSeq),
+      onEvents: (runId, events) => this.later(() => this.onEvents(runId, events)),
+      onRewind: (runId, toSeq) => this.later(() => this.onRewind(runId, toSeq)),
       onState: (connection) => this.update({ connection }),
       onServerError: (code, message) => {
         if (code !== 'not-found') this.update({ problem: `Run events: ${message}` });
@@ -158,6 +186,49 @@ export class RunSession {
   /** The followed run's events (without `model.delta`), in seq order. Do not mutate. */
   events(): readonly RunEvent[] {
     return this.log;
+  }
+
+  /**
+   * The followed run's model requests, resolved (a request refers to earlier ones' messages):
+   * one resolver per run, so a trace built again resolves nothing twice. Requests are resolved
+   * as traces ask for them, in log order.
+   */
+  requests(): RequestResolver {
+    return this.resolver;
+  }
+
+  /**
+   * Applies what the socket delivered at the next animation frame, all of it at once: a fan-out
+   * whose events arrive in many small messages re-renders the canvas once a frame, not once a
+   * message. Without animation frames (tests, a hidden tab) a short timer does it.
+   */
+  private later(apply: () => void): void {
+    const raf = this.o.frame ?? globalThis.requestAnimationFrame;
+    if (raf === undefined || this.o.batchFrames === false) {
+      apply();
+      return;
+    }
+    this.pending.push(apply);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    let done = false;
+    const flush = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      this.flush();
+    };
+    const timer = setTimeout(flush, 40);
+    raf(flush);
+  }
+
+  /** Applies the socket messages waiting for a frame, in order (before anything reads the run). */
+  flush(): void {
+    this.flushScheduled = false;
+    const todo = this.pending;
+    if (todo.length === 0) return;
+    this.pending = [];
+    for (const apply of todo) apply();
   }
 
   private update(patch: Partial<RunSnapshot>): void {
@@ -198,6 +269,7 @@ export class RunSession {
    * again with the same id does nothing.
    */
   async watchFlow(flowId: string): Promise<void> {
+    this.flush();
     if (this.flowId === flowId) return;
     if (this.flowId !== undefined) this.socket.unwatchFlow(this.flowId);
     this.forgetFollowed();
@@ -229,6 +301,9 @@ export class RunSession {
     this.tail = [];
     this.log = [];
     this.scrubSeq = undefined;
+    this.frames = [];
+    this.cursor = undefined;
+    this.resolver = new RequestResolver();
     this.liveView = EMPTY_VIEW;
     this.o.store.runState.reset();
   }
@@ -282,6 +357,24 @@ export class RunSession {
       this.scrubSeq === undefined ? { view, logSize: this.log.length } : { logSize: this.log.length },
     );
     this.settle(runId);
+    this.warmTimeline(runId);
+  }
+
+  /**
+   * Builds the timeline's kept states as the log grows, a few at a time between frames, so a
+   * scrub never pays for them (each costs a copy of the marks and a fold of `SCRUB_STRIDE` events).
+   */
+  private warmTimeline(runId: string): void {
+    if (this.warming !== undefined) return;
+    const step = () => {
+      this.warming = undefined;
+      if (this.followed !== runId) return;
+      const want = Math.floor(this.log.length / SCRUB_STRIDE);
+      const upTo = Math.min(want, this.frames.length + 4);
+      if (this.frames.length <= upTo) this.frameBase(runId, upTo);
+      if (this.frames.length <= want) this.warming = setTimeout(step, 0);
+    };
+    this.warming = setTimeout(step, 50);
   }
 
   /** Moves the followed run's events now on the server's disk from the tail into `durable`. */
@@ -310,6 +403,11 @@ export class RunSession {
     if (runId !== this.followed) return;
     this.tail = this.tail.filter((e) => e.seq <= toSeq);
     this.log = this.log.filter((e) => e.seq <= toSeq);
+    // The timeline up to the kept events stays; what was built past them goes.
+    const kept = this.log.length;
+    while ((this.frames.at(-1)?.index ?? 0) > kept) this.frames.pop();
+    if (this.cursor && this.cursor.index > kept) this.cursor = undefined;
+    this.resolver = new RequestResolver();
     // Built aside, then copied: only the nodes and edges that end up different re-render.
     const run = new RunState();
     run.restoreRun(this.durable.run);
@@ -326,8 +424,11 @@ export class RunSession {
   /**
    * Moves the playhead: the canvas, counters, traces and transcript show the followed run as of
    * event `seq` (its events without streamed pieces); undefined, or the last event, is live.
+   * Incremental: from the state the playhead shows, or the timeline's nearest kept state before
+   * `seq`, at most `SCRUB_STRIDE` events are folded; only nodes whose marks change re-render.
    */
   scrubTo(seq: number | undefined): void {
+    this.flush();
     const runId = this.followed;
     if (runId === undefined) return;
     const last = this.log.at(-1)?.seq ?? 0;
@@ -335,20 +436,20 @@ export class RunSession {
     if (seq === undefined || seq >= last) {
       if (this.scrubSeq === undefined) return;
       this.scrubSeq = undefined;
-      rs.restoreRun(this.stateAt(runId, last));
+      rs.restoreRun(this.frameAt(runId, this.log.length).run);
       this.update({ view: this.liveView, scrub: undefined });
       return;
     }
-    this.scrubSeq = Math.max(0, seq);
-    rs.restoreRun(this.stateAt(runId, this.scrubSeq));
-    const view = fold({ ...EMPTY_VIEW, runId }, runId, this.prefix(this.scrubSeq), {
-      maxEntries: this.o.maxEntries,
-    });
-    this.update({ view, scrub: this.scrubSeq });
+    const at = Math.max(0, seq);
+    if (at === this.scrubSeq) return;
+    this.scrubSeq = at;
+    const f = this.frameAt(runId, this.countUpTo(at));
+    rs.restoreRun(f.run);
+    this.update({ view: f.view, scrub: at });
   }
 
-  /** The held events up to `seq` (the log is in seq order). */
-  private prefix(seq: number): RunEvent[] {
+  /** How many held events have a seq up to `seq` (the log is in seq order). */
+  private countUpTo(seq: number): number {
     let lo = 0;
     let hi = this.log.length;
     while (lo < hi) {
@@ -356,19 +457,51 @@ export class RunSession {
       if (this.log[mid]!.seq <= seq) lo = mid + 1;
       else hi = mid;
     }
-    return this.log.slice(0, lo);
+    return lo;
   }
 
-  /** The canvas marks as of `seq`, built aside (restoring them notifies only what differs). */
-  private stateAt(runId: string, seq: number): RunState {
-    const run = new RunState();
-    run.setModels(this.o.store.toFlow().models ?? {});
-    for (const e of this.prefix(seq)) run.applyRunEvent(e, e.runId === runId);
-    return run;
+  /** The run as of its first `n` held events (the playhead's state, moved there). */
+  private frameAt(runId: string, n: number): Frame {
+    const c = this.cursor;
+    if (c && c.index <= n && n - c.index <= SCRUB_STRIDE) {
+      this.advance(runId, c, n);
+      return c;
+    }
+    const base = this.frameBase(runId, Math.floor(n / SCRUB_STRIDE));
+    const f: Frame = { index: base.index, run: base.run.copy(), view: base.view };
+    this.advance(runId, f, n);
+    this.cursor = f;
+    return f;
+  }
+
+  /** The timeline's kept state `k` (the run as of its first k × SCRUB_STRIDE events), built up to it. */
+  private frameBase(runId: string, k: number): Frame {
+    if (this.frames.length === 0) {
+      const run = new RunState();
+      run.setModels(this.o.store.toFlow().models ?? {});
+      this.frames.push({ index: 0, run, view: { ...EMPTY_VIEW, runId } });
+    }
+    while (this.frames.length <= k) {
+      const prev = this.frames.at(-1)!;
+      const next: Frame = { index: prev.index, run: prev.run.copy(), view: prev.view };
+      this.advance(runId, next, prev.index + SCRUB_STRIDE);
+      this.frames.push(next);
+    }
+    return this.frames[k]!;
+  }
+
+  /** Folds the held events `f.index … n-1` into `f`. */
+  private advance(runId: string, f: Frame, n: number): void {
+    if (n <= f.index) return;
+    const events = this.log.slice(f.index, n);
+    for (const e of events) f.run.applyRunEvent(e, e.runId === runId);
+    f.view = fold(f.view, runId, events, { maxEntries: this.o.maxEntries });
+    f.index = n;
   }
 
   /** Compares two runs of the flow: their paths on the canvas, per node output, tokens and time. */
   async compare(a: string, b: string): Promise<void> {
+    this.flush();
     try {
       const [ea, eb] = await Promise.all([this.o.api.runEvents(a), this.o.api.runEvents(b)]);
       const comparison = compareRuns(
@@ -399,6 +532,7 @@ export class RunSession {
    * over REST), then live if it still goes.
    */
   async open(run: RunSummary): Promise<void> {
+    this.flush();
     if (this.followed === run.id) return;
     this.follow(run.id, Date.parse(run.createdAt) || 0, false);
     const opened = { runId: run.id, how: 'history' as const, createdAt: run.createdAt };
@@ -511,6 +645,7 @@ export class RunSession {
 
   /** Sets or clears a breakpoint; a live run gets it at once, later runs when they start. */
   toggleBreakpoint(nodeId: string): void {
+    this.flush();
     const rs = this.o.store.runState;
     const on = !rs.breakpoints.get(nodeId);
     rs.toggleBreakpoint(nodeId, on);

@@ -48,14 +48,15 @@ function clip(s: string, n = 80): string {
 
 /**
  * The trace of `nodeId` in a run's events (seq order; `model.delta` may be left out).
- * `candidates`: the node's outgoing choices, shown with its decisions.
+ * `candidates`: the node's outgoing choices, shown with its decisions. `resolver`: one that has
+ * seen (or will see) the same log, kept across calls so no request is resolved twice.
  */
 export function nodeTrace(
   events: readonly RunEvent[],
   nodeId: string,
   candidates: string[] = [],
+  resolver: RequestResolver = new RequestResolver(),
 ): TraceTurn[] {
-  const resolver = new RequestResolver();
   const turns: TraceTurn[] = [];
   let open: TraceTurn | undefined;
   const tools = new Map<string, TracePart>();

@@ -73,6 +73,33 @@ describe('transcript fold', () => {
     expect(after.entries.some((e) => e.kind === 'stream')).toBe(false);
   });
 
+  it('keeps one streaming entry per node when 100 nodes stream at once, in batches or not', () => {
+    const ids = Array.from({ length: 100 }, (_, i) => `p${i}`);
+    const list: Array<Record<string, unknown>> = [];
+    for (let k = 0; k < 5; k++)
+      for (const id of ids) list.push({ type: 'model.delta', nodeId: id, text: `${k}` });
+    const log = events(list);
+    const once = fold(EMPTY_VIEW, 'r1', log);
+    let batched = EMPTY_VIEW;
+    for (let i = 0; i < log.length; i += 37) batched = fold(batched, 'r1', log.slice(i, i + 37));
+    for (const v of [once, batched]) {
+      const streams = v.entries.filter((e) => e.kind === 'stream');
+      expect(streams.map((e) => e.nodeId)).toEqual(ids);
+      for (const e of streams) expect(e.text).toBe('01234');
+    }
+    // Each reply, once complete, closes its own entry.
+    const done = fold(
+      once,
+      'r1',
+      events(
+        ids.map((id) => ({ type: 'model.completed', nodeId: id, text: '01234' })),
+        'r1',
+        list.length + 1,
+      ),
+    );
+    expect(done.entries.filter((e) => e.kind === 'stream')).toHaveLength(0);
+  });
+
   it('folding in several batches gives the same view as one batch', () => {
     let v = EMPTY_VIEW;
     for (let i = 0; i < run.length; i += 3) v = fold(v, 'r1', run.slice(i, i + 3));

@@ -130,17 +130,19 @@ export function fold(
   const max = o.maxEntries ?? 2000;
   const v: RunView & { entries: TranscriptEntry[] } = { ...view, runId, entries: [...view.entries] };
   const entries = v.entries;
+  // The open streaming entry of each node: nodes that stream at once (a fan-out) interleave
+  // their pieces, so a node's entry may lie any distance back.
+  const open = new Map<string | undefined, TranscriptEntry>();
+  for (const e of entries) if (e.kind === 'stream') open.set(e.nodeId, e);
   /** Index of the streaming entry of a node, if one is open. */
   const streamAt = (nodeId: string | undefined) => {
-    for (let i = entries.length - 1; i >= Math.max(0, entries.length - 50); i--) {
-      const e = entries[i]!;
-      if (e.kind === 'stream' && e.nodeId === nodeId) return i;
-    }
-    return -1;
+    const e = open.get(nodeId);
+    return e === undefined ? -1 : entries.lastIndexOf(e);
   };
   const closeStream = (nodeId: string | undefined) => {
     const i = streamAt(nodeId);
     if (i !== -1) entries.splice(i, 1);
+    open.delete(nodeId);
   };
   const push = (e: TranscriptEntry) => entries.push(e);
 
@@ -227,8 +229,13 @@ export function fold(
         break;
       case 'model.delta': {
         const i = streamAt(ev.nodeId);
-        if (i === -1) push({ ...base, kind: 'stream', text: ev.text });
-        else entries[i] = { ...entries[i]!, text: entries[i]!.text + ev.text };
+        const e: TranscriptEntry =
+          i === -1
+            ? { ...base, kind: 'stream', text: ev.text }
+            : { ...entries[i]!, text: entries[i]!.text + ev.text };
+        if (i === -1) push(e);
+        else entries[i] = e;
+        open.set(ev.nodeId, e);
         break;
       }
       case 'model.completed':

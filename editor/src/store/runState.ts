@@ -102,15 +102,33 @@ export class RunState {
 
   /**
    * Takes the run marks of `from` (active node and edge, node statuses, edges taken): going back
-   * to an earlier point of the run. Breakpoints stay; only entries that change notify.
+   * to an earlier point of the run. Breakpoints stay; only entries that change notify (counters
+   * equal field by field keep the object shown, so their node face does not re-render).
    */
   restoreRun(from: RunState): void {
     this.activeId = from.activeId;
     this.activeEdgeId = from.activeEdgeId;
-    this.store.replaceAll(new Map(from.store.entries()));
+    const marks = new Map<string, NodeRunView>();
+    for (const [id, next] of from.store.entries()) {
+      const cur = this.store.get(id);
+      marks.set(id, cur.status === next.status && cur.active === next.active ? cur : next);
+    }
+    this.store.replaceAll(marks);
     this.edges.replaceAll(new Map(from.edges.entries()));
     this.summaries = from.summaries.clone();
-    this.counters.replaceAll(new Map(from.counters.entries()));
+    const counters = new Map<string, NodeSummary | undefined>();
+    for (const [id, next] of from.counters.entries()) {
+      const cur = this.counters.get(id);
+      counters.set(id, cur && next && sameSummary(cur, next) ? cur : next);
+    }
+    this.counters.replaceAll(counters);
+  }
+
+  /** An independent copy of the run marks (no subscribers, breakpoints not taken). */
+  copy(): RunState {
+    const c = new RunState();
+    c.restoreRun(this);
+    return c;
   }
 
   /**
@@ -164,4 +182,13 @@ export class RunState {
   private view(status: NodeRunStatus, active: boolean): NodeRunView {
     return status === 'idle' && !active ? IDLE : { status, active };
   }
+}
+
+/** Two summaries of one node that show the same (every field equal). */
+export function sameSummary(a: NodeSummary, b: NodeSummary): boolean {
+  if (a === b) return true;
+  const ka = Object.keys(a) as Array<keyof NodeSummary>;
+  if (ka.length !== Object.keys(b).length) return false;
+  for (const k of ka) if (a[k] !== b[k]) return false;
+  return true;
 }

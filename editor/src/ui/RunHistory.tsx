@@ -1,16 +1,16 @@
 /**
- * The flow's runs, newest first: status, when, how long, tokens; filterable by status. Runs that
+ * The flow's runs, newest first: status, who started it, when, how long, tokens, cost and the
+ * path it took; filterable by status (or stale) and by text. Runs that
  * wait or are paused with nothing moving for a while are marked stale and can be cancelled; any
  * run opens on the canvas (its path, counters and traces, from its log). Also the line that says
  * which run the canvas shows when this editor did not start it.
  */
 import { useCallback, useEffect, useState, useSyncExternalStore } from 'react';
 import type { RunSummary } from '../model/api.js';
+import { filterRuns, HISTORY_FILTERS, pathLabel, startedByLabel } from '../run/history.js';
 import { isStale, lastChange, type RunSession } from '../run/runSession.js';
 import { FINAL_PHASES } from '../run/transcript.js';
-import { formatMs, formatTokens } from './NodeCounters.js';
-
-const FILTERS = ['all', 'completed', 'failed', 'cancelled', 'waiting', 'paused', 'running', 'interrupted'];
+import { formatCost, formatMs, formatTokens } from './NodeCounters.js';
 
 export function ago(iso: string, now = Date.now()): string {
   const ms = now - (Date.parse(iso) || now);
@@ -80,6 +80,7 @@ export function RunHistory({ runs }: { runs: RunSession }) {
   const [open, setOpen] = useState(false);
   const [list, setList] = useState<RunSummary[] | undefined>();
   const [filter, setFilter] = useState('all');
+  const [text, setText] = useState('');
   const [error, setError] = useState<string | undefined>();
   /** Runs ticked for comparison, in the order ticked (A, then B). */
   const [picked, setPicked] = useState<string[]>([]);
@@ -113,7 +114,7 @@ export function RunHistory({ runs }: { runs: RunSession }) {
     return () => clearTimeout(t);
   }, [behind, catchUps, load]);
   const now = Date.now();
-  const shown = (list ?? []).filter((r) => filter === 'all' || r.status === filter);
+  const shown = filterRuns(list ?? [], filter, text, (r) => isStale(r, now));
   return (
     <span className="sb-history-wrap">
       <button
@@ -135,12 +136,22 @@ export function RunHistory({ runs }: { runs: RunSession }) {
               value={filter}
               onChange={(e) => setFilter(e.target.value)}
             >
-              {FILTERS.map((f) => (
+              {HISTORY_FILTERS.map((f) => (
                 <option key={f} value={f}>
                   {f}
                 </option>
               ))}
             </select>
+            <input
+              type="search"
+              data-testid="history-search"
+              className="sb-history-search"
+              aria-label="Find runs by id, who started them, node or error"
+              placeholder="Find…"
+              value={text}
+              maxLength={200}
+              onChange={(e) => setText(e.target.value)}
+            />
             <button
               type="button"
               data-testid="btn-compare"
@@ -159,7 +170,10 @@ export function RunHistory({ runs }: { runs: RunSession }) {
           </div>
           {error && <div className="sb-run-problem">{error}</div>}
           {list && shown.length === 0 && (
-            <div className="sb-help">No runs{filter === 'all' ? '' : ` ${filter}`}.</div>
+            <div className="sb-help">
+              No runs{filter === 'all' ? '' : ` ${filter}`}
+              {text.trim() ? ' matching the search' : ''}.
+            </div>
           )}
           <ol className="sb-history-list">
             {forkTree(shown).map(({ run: r, depth }) => {
@@ -167,6 +181,8 @@ export function RunHistory({ runs }: { runs: RunSession }) {
               const cancellable =
                 r.live === true && ['waiting', 'paused', 'running', 'pending'].includes(r.status);
               const tokens = r.counters ? r.counters.promptTokens + r.counters.completionTokens : undefined;
+              const who = startedByLabel(r);
+              const path = pathLabel(r);
               return (
                 <li
                   key={r.id}
@@ -198,10 +214,28 @@ export function RunHistory({ runs }: { runs: RunSession }) {
                       stale
                     </span>
                   )}
+                  {/* A name anyone can send: shown as text, bounded, never markup or a key. */}
+                  <span
+                    className={`sb-history-who${who.named ? '' : ' sb-history-how'}`}
+                    data-testid="history-who"
+                    data-named={who.named || undefined}
+                    title={who.named ? `Started by ${who.text}` : `Started over ${who.text}`}
+                  >
+                    {who.text}
+                  </span>
                   <span title={r.createdAt}>{ago(r.createdAt, now)}</span>
                   <span>{duration(r)}</span>
                   {tokens !== undefined && <span>{formatTokens(tokens)} tokens</span>}
-                  {r.attached ? (
+                  {r.cost !== undefined && (
+                    <span
+                      data-testid="history-cost"
+                      data-cost={r.cost}
+                      title="Cost of its priced model calls"
+                    >
+                      {formatCost(r.cost)}
+                    </span>
+                  )}
+                  {r.attached && (
                     <span
                       className="sb-history-attached"
                       data-testid="history-attached"
@@ -213,8 +247,6 @@ export function RunHistory({ runs }: { runs: RunSession }) {
                         ? ''
                         : ` · ${r.attached.state}`}
                     </span>
-                  ) : (
-                    r.source && r.source !== 'api' && <span>via {r.source}</span>
                   )}
                   {r.forkedAt && (
                     <span
@@ -242,6 +274,11 @@ export function RunHistory({ runs }: { runs: RunSession }) {
                     >
                       Cancel
                     </button>
+                  )}
+                  {path && (
+                    <span className="sb-history-path" data-testid="history-path" title={path}>
+                      {path}
+                    </span>
                   )}
                 </li>
               );

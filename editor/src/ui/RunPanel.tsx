@@ -5,8 +5,17 @@
  * nothing can run.
  */
 
-import { memo, useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore } from 'react';
+import {
+  memo,
+  useDeferredValue,
+  useEffect,
+  useLayoutEffect,
+  useRef,
+  useState,
+  useSyncExternalStore,
+} from 'react';
 import type { RunSession, RunSnapshot } from '../run/runSession.js';
+import type { RunView } from '../run/transcript.js';
 import { brief, FINAL_PHASES, type RunPhase, type TranscriptEntry } from '../run/transcript.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { ComparePanel } from './ComparePanel.js';
@@ -73,15 +82,33 @@ const Entry = memo(function Entry({ e, store }: { e: TranscriptEntry; store: Edi
   );
 });
 
-function Transcript({ snap, store }: { snap: RunSnapshot; store: EditorStore }) {
+/** Transcript entries rendered at first; earlier ones come on asking (a scrub frame stays cheap). */
+export const TRANSCRIPT_WINDOW = 100;
+
+/**
+ * The run's transcript. Given the view deferred (`useDeferredValue`): while the playhead moves,
+ * the canvas follows at once and the transcript renders when the browser has time, a render a
+ * newer move interrupts.
+ */
+const Transcript = memo(function Transcript({ view, store }: { view: RunView; store: EditorStore }) {
   const box = useRef<HTMLOListElement>(null);
   const pinned = useRef(true);
-  const { entries, dropped } = snap.view;
-  // Follow the end of the transcript unless the reader scrolled up.
+  const [shownMax, setShownMax] = useState(TRANSCRIPT_WINDOW);
+  const { entries: all, dropped } = view;
+  const hidden = Math.max(0, all.length - shownMax);
+  const entries = hidden > 0 ? all.slice(hidden) : all;
+  // Follow the end of the transcript unless the reader scrolled up: at the next frame, once for
+  // however many commits came before it (scrolling makes the browser lay the page out at once).
+  const scrollFrame = useRef(0);
   useLayoutEffect(() => {
-    const el = box.current;
-    if (el && pinned.current && entries.length) el.scrollTop = el.scrollHeight;
+    if (!pinned.current || !entries.length || scrollFrame.current) return;
+    scrollFrame.current = requestAnimationFrame(() => {
+      scrollFrame.current = 0;
+      const el = box.current;
+      if (el && pinned.current) el.scrollTop = el.scrollHeight;
+    });
   }, [entries]);
+  useEffect(() => () => cancelAnimationFrame(scrollFrame.current), []);
   return (
     <ol
       className="sb-transcript"
@@ -95,9 +122,21 @@ function Transcript({ snap, store }: { snap: RunSnapshot; store: EditorStore }) 
       }}
     >
       {dropped > 0 && <li className="sb-help">{dropped} earlier entries not shown</li>}
+      {hidden > 0 && (
+        <li className="sb-help">
+          <button
+            type="button"
+            data-testid="transcript-more"
+            onClick={() => setShownMax((n) => n + 1000)}
+            title="Show earlier entries of the transcript"
+          >
+            {hidden} earlier entries…
+          </button>
+        </li>
+      )}
       {entries.length === 0 && (
         <li className="sb-help sb-transcript-empty">
-          {snap.view.phase === 'idle' ? 'Run the flow to see its transcript here.' : 'Waiting for events…'}
+          {view.phase === 'idle' ? 'Run the flow to see its transcript here.' : 'Waiting for events…'}
         </li>
       )}
       {entries.map((e) => (
@@ -105,7 +144,7 @@ function Transcript({ snap, store }: { snap: RunSnapshot; store: EditorStore }) 
       ))}
     </ol>
   );
-}
+});
 
 function AnswerForm({ runs, snap }: { runs: RunSession; snap: RunSnapshot }) {
   const { store } = useEditor();
@@ -308,6 +347,7 @@ function LivePanel({ runs }: { runs: RunSession }) {
   }, [flowId, examples]);
 
   const v = snap.view;
+  const transcriptView = useDeferredValue(v);
   const phase: RunPhase = snap.busy && v.phase === 'idle' ? 'starting' : v.phase;
   // At a past point of the timeline the view is history: commands wait until it is live again.
   const live = !!v.runId && phase !== 'idle' && !FINAL_PHASES.has(phase) && snap.scrub === undefined;
@@ -466,7 +506,7 @@ function LivePanel({ runs }: { runs: RunSession }) {
       )}
       {open && (
         <div className="sb-run-body">
-          <Transcript snap={snap} store={store} />
+          <Transcript view={transcriptView} store={store} />
           <div className="sb-run-side">
             {v.waiting && phase === 'waiting' && <AnswerForm key={v.waiting.seq} runs={runs} snap={snap} />}
             <Output snap={snap} />

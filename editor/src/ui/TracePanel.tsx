@@ -3,8 +3,8 @@
  * messages sent, the reply, tool calls, decisions, observers, retries and errors; each part
  * copyable as JSON. Shown above the node's form while a run has something for the node.
  */
-import { PINNABLE_KINDS, type ResolvedRequest } from '@switchboard/schemas/core';
-import { useMemo, useState, useSyncExternalStore } from 'react';
+import { PINNABLE_KINDS, type ResolvedRequest, type RunEvent } from '@switchboard/schemas/core';
+import { memo, useDeferredValue, useMemo, useState, useSyncExternalStore } from 'react';
 import type { RunSession } from '../run/runSession.js';
 import { nodeTrace, type TracePart, type TraceTurn } from '../run/trace.js';
 import { useEditor, useKeyed } from './context.js';
@@ -32,12 +32,27 @@ function CopyButton({ data, testid }: { data: unknown; testid: string }) {
   );
 }
 
+/** Messages of one request shown at first: the system prompt and the last ones (a long chat sends hundreds). */
+export const TRACE_MESSAGES = 40;
+/** Turns shown at first: the last ones (a node of a long run has hundreds). */
+export const TRACE_TURNS = 10;
+
 function Messages({ request }: { request: ResolvedRequest }) {
+  const [all, setAll] = useState(false);
+  const list = request.messages;
+  const lead = list[0]?.role === 'system' ? 1 : 0;
+  const hidden = all ? 0 : Math.max(0, list.length - lead - TRACE_MESSAGES);
+  const shown =
+    hidden > 0
+      ? [
+          ...list.slice(0, lead).map((m, i) => [m, i] as const),
+          ...list.slice(lead + hidden).map((m, i) => [m, lead + hidden + i] as const),
+        ]
+      : list.map((m, i) => [m, i] as const);
   return (
     <ol className="sb-trace-messages">
-      {request.messages.map((m, i) => (
+      {shown.map(([m, i]) => (
         <li
-          // biome-ignore lint/suspicious/noArrayIndexKey: a request's messages never change
           key={i}
           className={`sb-trace-msg sb-trace-${m.role}`}
           data-testid="trace-message"
@@ -54,8 +69,20 @@ function Messages({ request }: { request: ResolvedRequest }) {
               {`${c.name}(${c.arguments})`}
             </pre>
           ))}
+          {i === lead - 1 && hidden > 0 && (
+            <button type="button" data-testid="trace-more-messages" onClick={() => setAll(true)}>
+              {hidden} earlier messages…
+            </button>
+          )}
         </li>
       ))}
+      {lead === 0 && hidden > 0 && (
+        <li>
+          <button type="button" data-testid="trace-more-messages" onClick={() => setAll(true)}>
+            {hidden} earlier messages…
+          </button>
+        </li>
+      )}
     </ol>
   );
 }
@@ -145,17 +172,37 @@ function PinButton({
   );
 }
 
-function Turn({
-  turn,
-  index,
-  rerun,
-  pin,
-}: {
+interface TurnProps {
   turn: TraceTurn;
   index: number;
   rerun?: { runs: RunSession; nodeId: string; turn: number };
   pin?: { runs: RunSession; nodeId: string; turn: number; runId: string };
-}) {
+}
+
+/**
+ * A trace built again (the log grew, the playhead moved) has new objects for turns that did not
+ * change: a turn re-renders only when what it shows did (its parts only ever grow).
+ */
+function sameTurn(a: TurnProps, b: TurnProps): boolean {
+  const x = a.turn;
+  const y = b.turn;
+  return (
+    a.index === b.index &&
+    a.rerun?.turn === b.rerun?.turn &&
+    a.rerun?.nodeId === b.rerun?.nodeId &&
+    a.pin?.turn === b.pin?.turn &&
+    a.pin?.runId === b.pin?.runId &&
+    x.key === y.key &&
+    x.turn === y.turn &&
+    x.status === y.status &&
+    x.startedAt === y.startedAt &&
+    x.endedAt === y.endedAt &&
+    x.parts.length === y.parts.length &&
+    x.parts.at(-1)?.seq === y.parts.at(-1)?.seq
+  );
+}
+
+const Turn = memo(function Turn({ turn, index, rerun, pin }: TurnProps) {
   const ms = turn.endedAt !== undefined ? turn.endedAt - turn.startedAt : undefined;
   return (
     <section className="sb-trace-turn" data-testid="trace-turn" data-status={turn.status}>
@@ -174,7 +221,7 @@ function Turn({
       </ul>
     </section>
   );
-}
+}, sameTurn);
 
 function Streaming({ nodeId }: { nodeId: string }) {
   const { store } = useEditor();
@@ -187,6 +234,35 @@ function Streaming({ nodeId }: { nodeId: string }) {
   );
 }
 
+/** How many events have a seq up to `seq` (events in seq order). */
+function countUpTo(events: readonly RunEvent[], seq: number): number {
+  let lo = 0;
+  let hi = events.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (events[mid]!.seq <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The seq of the last event at or before the playhead that a node's trace shows (its own events,
+ * observers firing on it); undefined when live. Walks back from the playhead to the first such.
+ */
+export function traceSeqAt(
+  events: readonly RunEvent[],
+  nodeId: string,
+  scrub: number | undefined,
+): number | undefined {
+  if (scrub === undefined) return undefined;
+  for (let i = countUpTo(events, scrub) - 1; i >= 0; i--) {
+    const e = events[i]!;
+    if (e.nodeId === nodeId || (e.type === 'observer.fired' && e.target === nodeId)) return e.seq;
+  }
+  return 0;
+}
+
 export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string }) {
   const { store } = useEditor();
   const snap = useSyncExternalStore(runs.subscribe, runs.getSnapshot);
@@ -196,15 +272,19 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
     .map((e) => e.target);
   const pinnable = PINNABLE_KINDS.has(doc.nodes.find((n) => n.id === nodeId)?.kind ?? '');
   const key = candidates.join('\n');
-  const scrub = snap.scrub;
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the log grows in place; its size says when
+  // At the playhead: the trace as of that event. It changes only where an event of this node
+  // lies, so a scrub across other nodes' events does not build it again.
+  // Deferred: while the playhead moves the canvas follows at once, the trace when there is time.
+  const upTo = useDeferredValue(traceSeqAt(runs.events(), nodeId, snap.scrub));
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the log grows in place; its size and the node's last event say when
   const turns = useMemo(() => {
-    // At the playhead: the trace as of that event.
     const all = runs.events();
-    const events = scrub === undefined ? all : all.filter((e) => e.seq <= scrub);
-    return nodeTrace(events, nodeId, key ? key.split('\n') : []);
-  }, [runs, nodeId, snap.logSize, key, scrub]);
+    const events = upTo === undefined ? all : all.slice(0, countUpTo(all, upTo));
+    return nodeTrace(events, nodeId, key ? key.split('\n') : [], runs.requests());
+  }, [runs, nodeId, snap.logSize, key, upTo]);
+  const [turnsShown, setTurnsShown] = useState(TRACE_TURNS);
   if (turns.length === 0) return null;
+  const firstShown = Math.max(0, turns.length - turnsShown);
   // A fork counts the node's turns that called a model (what `--at NODE:TURN` counts).
   let modelTurns = 0;
   const forkTurn = turns.map((t) => (t.parts.some((p) => p.kind === 'request') ? ++modelTurns : undefined));
@@ -228,15 +308,28 @@ export function TracePanel({ runs, nodeId }: { runs: RunSession; nodeId: string 
         <span className="sb-trace-run">run {snap.view.runId}</span>
         <CopyButton data={turns} testid="trace-copy-all" />
       </header>
-      {turns.map((t, i) => (
-        <Turn
-          key={t.key}
-          turn={t}
-          index={i}
-          {...(forkTurn[i] !== undefined ? { rerun: { runs, nodeId, turn: forkTurn[i] } } : {})}
-          {...(pinTurn[i] !== undefined && runId ? { pin: { runs, nodeId, turn: pinTurn[i], runId } } : {})}
-        />
-      ))}
+      {firstShown > 0 && (
+        <button
+          type="button"
+          className="sb-trace-more"
+          data-testid="trace-more-turns"
+          onClick={() => setTurnsShown((n) => n + 100)}
+        >
+          {firstShown} earlier turns…
+        </button>
+      )}
+      {turns.slice(firstShown).map((t, j) => {
+        const i = firstShown + j;
+        return (
+          <Turn
+            key={t.key}
+            turn={t}
+            index={i}
+            {...(forkTurn[i] !== undefined ? { rerun: { runs, nodeId, turn: forkTurn[i] } } : {})}
+            {...(pinTurn[i] !== undefined && runId ? { pin: { runs, nodeId, turn: pinTurn[i], runId } } : {})}
+          />
+        );
+      })}
       <Streaming nodeId={nodeId} />
     </section>
   );

@@ -3,14 +3,16 @@
  * get, events after a seq, and commands.
  */
 import { type Flow, MAX_ID_LENGTH, type ModelConfigT, type Pin, summarizeNodes } from '@switchboard/schemas';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ForkPlan } from '../cassette/fork.js';
 import type { RunCommand } from '../engine/types.js';
-import { RUN_STATUSES } from '../store/catalog.js';
+import { RUN_STATUSES, type RunRecord } from '../store/catalog.js';
 import { RUN_ID_RE, type Store } from '../store/store.js';
 import { HttpError } from './errors.js';
+import { AUTHOR_HEADER, cleanAuthor } from './flow-lifecycle.js';
 import { servedForkPlan } from './fork-plan.js';
 import { checkFlow } from './routes-flows.js';
+import { RunDigests } from './run-digest.js';
 import { type RunManager, RunNotLiveError } from './run-manager.js';
 
 const RUN_ID = { type: 'string', pattern: RUN_ID_RE.source } as const;
@@ -63,6 +65,13 @@ export function parseCommand(body: unknown): RunCommand {
   }
 }
 
+/** Who a start names, when it names anyone (the editor sends its person's display name). */
+function startedBy(req: FastifyRequest): { startedBy?: string } {
+  const h = req.headers[AUTHOR_HEADER];
+  const name = cleanAuthor(Array.isArray(h) ? h[0] : h);
+  return name ? { startedBy: name } : {};
+}
+
 interface StartBody {
   flowId?: string;
   flow?: unknown;
@@ -104,6 +113,9 @@ export function registerRunRoutes(
       );
     starting++;
   };
+  const digests = new RunDigests(store);
+  /** A run as the API lists it: its entry, whether it is live, its path and cost (run-digest.ts). */
+  const listed = async (r: RunRecord) => ({ ...r, live: runs.isLive(r.id), ...(await digests.of(r)) });
   const getRun = (id: string) => {
     const r = catalog.data.runs[id];
     if (!r) throw new HttpError(404, 'not-found', `no run ${id}`);
@@ -149,14 +161,14 @@ export function registerRunRoutes(
         throw new HttpError(400, 'bad-request', 'give exactly one of "flowId" and "flow"');
       admit();
       try {
-        return await startRun(b, reply);
+        return await startRun(b, reply, req);
       } finally {
         starting--;
       }
     },
   );
 
-  async function startRun(b: StartBody, reply: FastifyReply) {
+  async function startRun(b: StartBody, reply: FastifyReply, req: FastifyRequest) {
     let base: unknown;
     if (b.flowId !== undefined) {
       await settleFlow(b.flowId);
@@ -183,6 +195,7 @@ export function registerRunRoutes(
       input: b.input ?? (fork ? fork.input : null),
       ...(fork ? { fork } : {}),
       source: 'api',
+      ...startedBy(req),
       breakpoints: b.breakpoints,
       validated: true,
     });
@@ -221,9 +234,8 @@ export function registerRunRoutes(
         .sort((a, b) =>
           a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.id < b.id ? 1 : -1,
         )
-        .slice(0, q.limit ?? 100)
-        .map((r) => ({ ...r, live: runs.isLive(r.id) }));
-      return { runs: list };
+        .slice(0, q.limit ?? 100);
+      return { runs: await Promise.all(list.map(listed)) };
     },
   );
 
@@ -231,8 +243,7 @@ export function registerRunRoutes(
     '/api/runs/:id',
     { schema: { summary: 'A run: status, result, counters', params: runParams } },
     async (req) => {
-      const r = getRun(req.params.id);
-      return { run: { ...r, live: runs.isLive(r.id) } };
+      return { run: await listed(getRun(req.params.id)) };
     },
   );
 

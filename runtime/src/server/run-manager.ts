@@ -202,6 +202,8 @@ export class RunManager {
     flow: Flow;
     input: unknown;
     source: RunRecord['source'];
+    /** The starter's display name, cleaned (see flow-lifecycle.ts `cleanAuthor`). */
+    startedBy?: string;
     answers?: Record<string, string | string[]>;
     /** Node ids to pause before; set before the engine takes its first step. */
     breakpoints?: string[];
@@ -235,6 +237,7 @@ export class RunManager {
       resumes: 0,
       source: p.source,
     };
+    if (p.startedBy) record.startedBy = p.startedBy;
     const spec: RunSpec = { version: 1, runId, flow, input: p.input, createdAt: t };
     if (p.answers) spec.answers = p.answers;
     if (p.pins?.length) spec.pins = p.pins;

@@ -63,6 +63,11 @@ export interface RunRecord {
   resumes: number;
   /** Where it was started from. */
   source: 'api' | 'cli' | 'mcp' | 'attach';
+  /**
+   * Who started it, as the starter named themselves (an editor's display name, cleaned and at
+   * most 40 characters): a label, never an identity. Absent when the request named nobody.
+   */
+  startedBy?: string;
   scripted?: boolean;
   /** A fork: the run it started from, and where (its recorded state up to that node's turn). */
   parentRunId?: string;
