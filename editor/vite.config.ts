@@ -17,5 +17,6 @@ export default defineConfig({
       '@switchboard/nodes': src('../nodes/src/index.ts'),
     },
   },
-  build: { outDir: 'dist', sourcemap: true },
+  // The manifest tells the benchmark and the bundle-size test which chunks the first load fetches.
+  build: { outDir: 'dist', sourcemap: true, manifest: true },
 });

@@ -121,6 +121,14 @@ export class EditorStore {
   readonly marks = new KeyedStore<ProblemMark>('');
   /** Per node id: what edges say about it (`2 tools`, `observes writer`). */
   readonly links = new KeyedStore<string>('');
+  /**
+   * Per node id: its kind, label and config as its face shows them. An edit of content only
+   * (typing in the inspector) changes this entry and nothing else: the React Flow node keeps its
+   * identity, so React Flow does no work and only that node's face re-renders. The `data` of a
+   * React Flow node is therefore the content at its last change of frame (position, size,
+   * selection, parent, kind); faces read this store instead.
+   */
+  readonly content = new KeyedStore<NodeData | undefined>(undefined);
 
   private p: ReturnType<typeof parts>;
   private readonly nodeCache = new Map<string, { rf: SbNode; kind: string; parent?: string }>();
@@ -132,6 +140,8 @@ export class EditorStore {
    */
   private readonly json = new Map<string, FlowNodeT | FlowEdgeT>();
   private readonly ui = new Map<string, NodeUi>();
+  /** The serialized flow at the current document version (cleared by every change). */
+  private text: string | undefined;
   private selectedNodes = new Set<string>();
   private selectedEdges = new Set<string>();
   private nodes: SbNode[] = [];
@@ -210,6 +220,7 @@ export class EditorStore {
     this.nodeCache.clear();
     this.edgeCache.clear();
     this.json.clear();
+    this.text = undefined;
     this.version++;
     this.rebuildAll();
     this.recomputeLinks();
@@ -264,8 +275,10 @@ export class EditorStore {
     return structuredClone(this.sharedFlow());
   }
 
+  /** The flow as saved; computed once per document version (autosave and save state share it). */
   serialize(): string {
-    return serializeFlow(this.sharedFlow());
+    this.text ??= serializeFlow(this.sharedFlow());
+    return this.text;
   }
 
   meta(key: string): unknown {
@@ -280,6 +293,11 @@ export class EditorStore {
   readEdge(id: string): FlowEdgeT | undefined {
     const m = this.p.edges.get(id);
     return m ? readEdge(id, m, this.layout) : undefined;
+  }
+
+  /** Node ids in document order. */
+  nodeIds(): string[] {
+    return orderedIds(this.p.nodes, this.p.nodeOrder);
   }
 
   kindOf(id: string): NodeKindDefinition | undefined {
@@ -357,9 +375,11 @@ export class EditorStore {
     const nodeIds = new Set<string>();
     const edgeIds = new Set<string>();
     let structure = false;
+    let order = false;
     const { nodes, edges, meta, nodeOrder, edgeOrder } = this.p as unknown as Record<string, unknown>;
     for (const [type] of tr.changed) {
-      if (type === nodeOrder || type === edgeOrder || type === meta) structure = true;
+      if (type === nodeOrder || type === edgeOrder) order = true;
+      if (type === meta) structure = true;
       // A flow-level text (the description) changed inside `meta`.
       if ((type as Y.AbstractType<unknown>)._item?.parent === meta) structure = true;
     }
@@ -377,15 +397,16 @@ export class EditorStore {
     }
     for (const id of nodeIds) this.json.delete(`n:${id}`);
     for (const id of edgeIds) this.json.delete(`e:${id}`);
-    if (!structure && nodeIds.size === 0 && edgeIds.size === 0) return;
+    if (!structure && !order && nodeIds.size === 0 && edgeIds.size === 0) return;
     this.version++;
-    this.refresh(nodeIds, edgeIds);
+    this.text = undefined;
+    this.refresh(nodeIds, edgeIds, false, order);
     for (const fn of this.docListeners) fn();
     this.scheduleValidation();
   };
 
   private rebuildAll(): void {
-    this.refresh(new Set(this.p.nodes.keys()), new Set(this.p.edges.keys()));
+    this.refresh(new Set(this.p.nodes.keys()), new Set(this.p.edges.keys()), false, true);
   }
 
   private deriveNode(id: string): SbNode | undefined {
@@ -457,21 +478,32 @@ export class EditorStore {
     return rf;
   }
 
-  /** Rebuilds the React Flow objects of the given ids and reassembles the arrays. */
-  private refresh(nodeIds: Set<string>, edgeIds: Set<string>, uiOnly = false): void {
+  /**
+   * Rebuilds the React Flow objects of the given ids and reassembles the arrays. An object whose
+   * frame did not change keeps its identity (its content goes to `content`); when no object
+   * changed and nothing was added, removed or reordered, the snapshot stays as it is and React
+   * Flow is not told anything.
+   */
+  private refresh(nodeIds: Set<string>, edgeIds: Set<string>, uiOnly = false, order = false): void {
     let structural = false;
+    let changed = order;
     for (const id of nodeIds) {
       const prev = this.nodeCache.get(id);
       const rf = this.deriveNode(id);
       if (!rf) {
+        if (prev) changed = true;
         this.nodeCache.delete(id);
         this.ui.delete(id);
         this.selectedNodes.delete(id);
+        this.content.set(id, undefined);
         structural = true;
         continue;
       }
       const parent = this.validParent(id);
       if (parent) rf.parentId = parent;
+      if (!uiOnly || !prev) this.content.set(id, rf.data);
+      if (prev && sameFrame(prev.rf, rf)) continue;
+      changed = true;
       if (!prev || prev.parent !== parent || prev.kind !== rf.data.kind) structural = true;
       this.nodeCache.set(id, { rf, kind: rf.data.kind, parent });
     }
@@ -495,13 +527,20 @@ export class EditorStore {
           if (nodeIds.has(m.get('source') as string) || nodeIds.has(m.get('target') as string))
             touched.add(id);
       for (const id of touched) {
+        const prev = this.edgeCache.get(id);
         const rf = this.deriveEdge(id);
-        if (rf) this.edgeCache.set(id, rf);
-        else {
+        if (rf) {
+          if (prev && sameEdge(prev, rf)) continue;
+          this.edgeCache.set(id, rf);
+          changed = true;
+        } else {
+          if (prev || edgeIds.has(id)) changed = true;
           this.edgeCache.delete(id);
           this.selectedEdges.delete(id);
         }
       }
+      if (edgeIds.size > 0 || structural) this.recomputeLinks();
+      if (!changed && !structural) return;
       // Order React Flow needs: a parent before its children; otherwise document order.
       const order = orderedIds(this.p.nodes, this.p.nodeOrder);
       const placed = new Set<string>();
@@ -519,8 +558,8 @@ export class EditorStore {
       this.edges = orderedIds(this.p.edges, this.p.edgeOrder)
         .map((id) => this.edgeCache.get(id))
         .filter((e): e is SbEdge => !!e);
-      if (edgeIds.size > 0 || structural) this.recomputeLinks();
     } else {
+      if (!changed) return;
       this.nodes = this.nodes.map((n) => this.nodeCache.get(n.id)?.rf ?? n);
     }
     this.snapshot = { nodes: this.nodes, edges: this.edges };
@@ -535,7 +574,7 @@ export class EditorStore {
       edgesChanged = true;
     }
     if (edgesChanged) this.edges = this.edges.map((e) => this.edgeCache.get(e.id) ?? e);
-    this.refresh(new Set(nodeIds), new Set(), true);
+    this.refresh(new Set(nodeIds), new Set(), true, edgesChanged);
   }
 
   private recomputeLinks(): void {
@@ -924,4 +963,35 @@ export class EditorStore {
   redo(): void {
     this.undoManager.redo();
   }
+}
+
+/** Whether two React Flow nodes are drawn in the same place, size and state (content aside). */
+function sameFrame(a: SbNode, b: SbNode): boolean {
+  return (
+    a.type === b.type &&
+    a.data.kind === b.data.kind &&
+    a.parentId === b.parentId &&
+    a.position.x === b.position.x &&
+    a.position.y === b.position.y &&
+    a.width === b.width &&
+    a.height === b.height &&
+    a.measured?.width === b.measured?.width &&
+    a.measured?.height === b.measured?.height &&
+    !!a.dragging === !!b.dragging &&
+    !!a.selected === !!b.selected
+  );
+}
+
+/** Whether two React Flow edges draw the same. */
+function sameEdge(a: SbEdge, b: SbEdge): boolean {
+  return (
+    a.source === b.source &&
+    a.target === b.target &&
+    a.sourceHandle === b.sourceHandle &&
+    a.targetHandle === b.targetHandle &&
+    a.type === b.type &&
+    a.data?.kind === b.data?.kind &&
+    a.data?.caption === b.data?.caption &&
+    !!a.selected === !!b.selected
+  );
 }

@@ -37,24 +37,40 @@ function isTyping(t: EventTarget | null): boolean {
 const NO_ROOM = (): CollabSnapshot | undefined => undefined;
 const NO_SUBSCRIPTION = () => () => {};
 
+/** How long the document must stay unchanged before the toolbar serializes it again. */
+const SETTLE_MS = 300;
+
+/**
+ * The serialized flow, recomputed a moment after the last change instead of on every keystroke
+ * (serializing a flow of a thousand nodes costs tens of milliseconds); `current` says whether it
+ * is the document as it is now. The store caches the text per version, so autosave shares it.
+ */
+function useSettledText(store: EditorServices['store']): { text: string; current: boolean } {
+  const version = useDocVersion(store);
+  const [settled, setSettled] = useState(() => ({ version: store.docVersion, text: store.serialize() }));
+  useEffect(() => {
+    if (settled.version === version) return;
+    const t = setTimeout(() => setSettled({ version: store.docVersion, text: store.serialize() }), SETTLE_MS);
+    return () => clearTimeout(t);
+  }, [store, version, settled.version]);
+  return { text: settled.text, current: settled.version === version };
+}
+
 function SaveState() {
   const { store, drafts, collab } = useEditor();
-  const version = useDocVersion(store);
+  const { text, current } = useSettledText(store);
   const room = useSyncExternalStore(collab?.subscribe ?? NO_SUBSCRIPTION, collab?.getSnapshot ?? NO_ROOM);
-  // Awareness changes (cursors move many times a second) re-render this; the text only changes
-  // with the document, and serializing and hashing a large flow is not free.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the document version is what changes the text
-  const text = useMemo(() => store.serialize(), [store, version]);
 
   // In a live room the server saves; its status says more than this browser's drafts can.
   const live = room?.status === 'live';
   const saving = room?.saving;
   const savingKey = JSON.stringify(saving ?? null);
   const refused = room?.refused;
+  const shown = current ? text : undefined;
   // biome-ignore lint/correctness/useExhaustiveDependencies: the status is compared by content (savingKey)
   const server = useMemo(
-    () => (live || refused ? roomSaveView(saving, text, refused) : undefined),
-    [live, savingKey, text, refused],
+    () => (live || refused ? roomSaveView(saving, shown, refused) : undefined),
+    [live, savingKey, shown, refused],
   );
   if (room?.closed)
     return (
@@ -80,7 +96,7 @@ function SaveState() {
         {server.label}
       </span>
     );
-  const saved = drafts.isSaved(text);
+  const saved = current && drafts.isSaved(text);
   return (
     <span
       className={`sb-save-state${saved ? '' : ' sb-unsaved'}`}

@@ -16,20 +16,24 @@ function useSelection(store: EditorStore) {
   return useSyncExternalStore(store.subscribe, store.getSelection);
 }
 
+/** Names a field may refer to; reads the flow's tables, and its nodes only for kinds that refer to nodes. */
 function refChoices(
   store: EditorStore,
   kind:
     | { modelRefs?: readonly string[]; serverRefs?: readonly string[]; nodeRefs?: readonly string[] }
     | undefined,
 ): RefChoices {
-  const flow = store.toFlow();
+  const keys = (v: unknown) => (v && typeof v === 'object' ? Object.keys(v) : []);
+  const nodes = kind?.nodeRefs?.length
+    ? store.nodeIds().map((id) => {
+        const name = store.displayName(id);
+        return { id, label: id === name ? id : `${name} (${id})` };
+      })
+    : [];
   return {
-    models: Object.keys(flow.models ?? {}),
-    servers: Object.keys(flow.mcpServers ?? {}),
-    nodes: flow.nodes.map((n) => ({
-      id: n.id,
-      label: n.id === store.displayName(n.id) ? n.id : `${store.displayName(n.id)} (${n.id})`,
-    })),
+    models: keys(store.meta('models')),
+    servers: keys(store.meta('mcpServers')),
+    nodes,
     modelRefs: new Set(kind?.modelRefs ?? []),
     serverRefs: new Set(kind?.serverRefs ?? []),
     nodeRefs: new Set(kind?.nodeRefs ?? []),
