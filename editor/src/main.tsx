@@ -1,6 +1,6 @@
 import '@xyflow/react/dist/style.css';
 import './styles.css';
-import { defaultRegistry } from '@switchboard/nodes';
+import { defaultRegistry } from '@switchboard/nodes/core';
 import { StrictMode } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { Collab, ROOM_RE } from './collab/collab.js';

@@ -8,7 +8,7 @@ let store: EditorStore;
 afterEach(() => store?.dispose());
 
 function make(flow: unknown = richFlow()): EditorStore {
-  store = new EditorStore({ registry: defaultRegistry, validateDelay: 1 });
+  store = new EditorStore({ registry: defaultRegistry, validateDelay: 1, validate });
   store.load(flow);
   return store;
 }
@@ -212,6 +212,15 @@ describe('EditorStore', () => {
     s.setConfig({ node: 'writer' }, 'model', 'big');
     s.validateNow();
     expect(s.marks.get('writer')).toBe('');
+  });
+
+  it('without a validator at hand, loads the shared one and validates with it', async () => {
+    store = new EditorStore({ registry: defaultRegistry, validateDelay: 1 });
+    store.load(richFlow());
+    store.setConfig({ node: 'writer' }, 'model', 'nope');
+    const set = await store.validated();
+    expect(set.errors.map((p) => p.nodeId)).toEqual(validate(store.toFlow()).errors.map((p) => p.nodeId));
+    expect(store.marks.get('writer')).toMatch(/^error\n.*model reference/);
   });
 
   it('a load and an export give the same bytes as serializeFlow', () => {

@@ -5,8 +5,7 @@
  * (selection, a drag in progress, measured sizes) stays outside the document until an action
  * ends, then is written as one transaction.
  */
-import type { KindRegistry, NodeKindDefinition } from '@switchboard/nodes';
-import { validate } from '@switchboard/nodes';
+import type { KindRegistry, NodeKindDefinition } from '@switchboard/nodes/core';
 import {
   dict,
   type Flow,
@@ -14,7 +13,7 @@ import {
   type FlowNodeT,
   type Problem,
   serializeFlow,
-} from '@switchboard/schemas';
+} from '@switchboard/schemas/core';
 import type { Edge, MarkerType, Node } from '@xyflow/react';
 import * as Y from 'yjs';
 import { type ConcurrentAddWatch, watchConcurrentAdds } from '../collab/concurrentAdds.js';
@@ -46,6 +45,7 @@ import {
   readNode,
 } from '../model/flowDoc.js';
 import { idPrefix, newId } from '../model/ids.js';
+import { ESTIMATED_FACE, estimatedHandles } from './estimates.js';
 import { KeyedStore } from './keyed.js';
 import { RunState } from './runState.js';
 
@@ -100,10 +100,19 @@ export type ProblemMark = string;
 
 const ROUND = (v: number) => Math.round(v);
 
+/** The shared validator's verdict on a flow (`validate` from `@switchboard/nodes`). */
+export type FlowValidator = (flow: Flow) => ProblemSet;
+
 export interface EditorStoreOptions {
   registry: KindRegistry;
   /** Milliseconds of quiet after an edit before validation runs. Default 250. */
   validateDelay?: number;
+  /**
+   * The validator, when the caller has it at hand (tests, headless clients): validation is then
+   * synchronous from the start. Without it the store loads it (`./validator.ts`, which brings
+   * Ajv) on first need, so that it stays out of the editor's first load.
+   */
+  validate?: FlowValidator;
   doc?: Y.Doc;
 }
 
@@ -154,6 +163,8 @@ export class EditorStore {
   private readonly problemListeners = new Set<() => void>();
   private validateTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly validateDelay: number;
+  private validator: FlowValidator | undefined;
+  private validatorLoading: Promise<FlowValidator> | undefined;
   private clipboard: FlowFragment | undefined;
   private version = 0;
   /** Re-adds what this editor drew when a co-editor's add took the same id at the same moment. */
@@ -165,6 +176,7 @@ export class EditorStore {
     this.registry = opts.registry;
     this.layout = configLayout(opts.registry);
     this.validateDelay = opts.validateDelay ?? 250;
+    this.validator = opts.validate;
     this.docNow = opts.doc ?? new Y.Doc();
     this.p = parts(this.docNow);
     this.undo_ = this.newUndoManager();
@@ -225,7 +237,7 @@ export class EditorStore {
     this.rebuildAll();
     this.recomputeLinks();
     for (const fn of this.docListeners) fn();
-    this.validateNow();
+    this.scheduleValidation();
     for (const fn of this.loadListeners) fn();
   }
 
@@ -337,13 +349,36 @@ export class EditorStore {
 
   getProblems = (): ProblemSet => this.problemSet;
 
-  /** Runs the validator now (normally it runs a moment after the last edit). */
+  /**
+   * Runs the validator now (normally it runs a moment after the last edit). Before the validator
+   * has loaded, it loads it and validates then; `validated()` waits for that.
+   */
   validateNow(): ProblemSet {
     if (this.validateTimer) clearTimeout(this.validateTimer);
     this.validateTimer = undefined;
+    const validate = this.validator;
+    if (!validate) {
+      void this.loadValidator().then(() => this.validateNow());
+      return this.problemSet;
+    }
     const r = validate(this.sharedFlow());
     this.setProblems({ errors: r.errors, warnings: r.warnings });
     return this.problemSet;
+  }
+
+  /** Validates the document as it is now, loading the validator first if needed. */
+  async validated(): Promise<ProblemSet> {
+    await this.loadValidator();
+    return this.validateNow();
+  }
+
+  private loadValidator(): Promise<FlowValidator> {
+    if (this.validator) return Promise.resolve(this.validator);
+    this.validatorLoading ??= import('./validator.js').then((m) => {
+      this.validator = m.validate;
+      return m.validate;
+    });
+    return this.validatorLoading;
   }
 
   /** Shows problems reported from elsewhere (the server refusing a save). */
@@ -428,6 +463,13 @@ export class EditorStore {
       rf.height = size.height;
     }
     if (ui?.measured) rf.measured = ui.measured;
+    else {
+      // Not rendered yet (on a large flow, perhaps never): estimates stand in (estimates.ts).
+      const est = size ?? ESTIMATED_FACE;
+      rf.initialWidth = est.width;
+      rf.initialHeight = est.height;
+      if (def) rf.handles = estimatedHandles(def, est);
+    }
     if (ui?.dragging) rf.dragging = true;
     if (this.selectedNodes.has(id)) rf.selected = true;
     return rf;
@@ -952,7 +994,9 @@ export class EditorStore {
     this.selectedEdges.clear();
     loadFlowIntoDoc(this.doc, flow, this.layout);
     this.undoManager.clear();
-    this.validateNow();
+    // Validated a moment later, as after an edit: not before the new flow is first drawn (at
+    // 5,000 nodes validation takes a good part of a second).
+    this.scheduleValidation();
     for (const fn of this.loadListeners) fn();
   }
 

@@ -1,6 +1,15 @@
 /** The editor: toolbar, palette, canvas, inspector, problems; shortcuts, theme and autosave. */
 import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
-import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
+import {
+  lazy,
+  Suspense,
+  useCallback,
+  useEffect,
+  useMemo,
+  useRef,
+  useState,
+  useSyncExternalStore,
+} from 'react';
 import type { CollabSnapshot } from '../collab/collab.js';
 import { roomSaveView } from '../collab/saveState.js';
 import { isFragment } from '../model/clipboard.js';
@@ -8,17 +17,21 @@ import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { copyJson, exportFile, layout, newFlow, openText, saveToServer } from './actions.js';
 import { Canvas } from './Canvas.js';
 import { EditorContext, type EditorServices, type Toast, useDocVersion, useEditor } from './context.js';
-import { Gallery, HelpDialog, PasteDialog } from './Dialogs.js';
 import { FollowContext, type FollowState } from './follow.js';
 import { Inspector } from './Inspector.js';
 import { DeleteDialog, RoomClosedBanner, SaveAsDialog } from './Lifecycle.js';
 import { Palette } from './Palette.js';
 import { Presence } from './Presence.js';
 import { Problems } from './Problems.js';
-import { RunPanel } from './RunPanel.js';
 import { StorageBanner } from './StorageBanner.js';
-import { TracePanel } from './TracePanel.js';
 import { fitLegibly } from './viewFit.js';
+
+// Loaded when first shown, not with the editor (code splitting keeps the first load small).
+const RunPanel = lazy(() => import('./RunPanel.js').then((m) => ({ default: m.RunPanel })));
+const TracePanel = lazy(() => import('./TracePanel.js').then((m) => ({ default: m.TracePanel })));
+const Gallery = lazy(() => import('./Dialogs.js').then((m) => ({ default: m.Gallery })));
+const PasteDialog = lazy(() => import('./Dialogs.js').then((m) => ({ default: m.PasteDialog })));
+const HelpDialog = lazy(() => import('./Dialogs.js').then((m) => ({ default: m.HelpDialog })));
 
 type Theme = 'light' | 'dark';
 type DialogName = 'gallery' | 'paste' | 'help' | 'save-as' | 'delete' | undefined;
@@ -319,7 +332,9 @@ export function App(props: Omit<EditorServices, 'toast'>) {
               <Palette />
               <div className="sb-center">
                 <Canvas colorMode={theme} />
-                <RunPanel />
+                <Suspense fallback={null}>
+                  <RunPanel />
+                </Suspense>
               </div>
               <aside
                 className={`sb-side${sideOpen ? '' : ' sb-side-collapsed'}`}
@@ -344,16 +359,20 @@ export function App(props: Omit<EditorServices, 'toast'>) {
                   </button>
                 )}
                 {props.runs && sel.nodes.length === 1 && sel.edges.length === 0 && (
-                  <TracePanel runs={props.runs} nodeId={sel.nodes[0]!} />
+                  <Suspense fallback={null}>
+                    <TracePanel runs={props.runs} nodeId={sel.nodes[0]!} />
+                  </Suspense>
                 )}
                 {sideOpen && <Inspector />}
               </aside>
             </div>
             <Problems />
             <Shortcuts open={setDialog} dialog={dialog} />
-            {dialog === 'gallery' && <Gallery onClose={() => setDialog(undefined)} />}
-            {dialog === 'paste' && <PasteDialog onClose={() => setDialog(undefined)} />}
-            {dialog === 'help' && <HelpDialog onClose={() => setDialog(undefined)} />}
+            <Suspense fallback={null}>
+              {dialog === 'gallery' && <Gallery onClose={() => setDialog(undefined)} />}
+              {dialog === 'paste' && <PasteDialog onClose={() => setDialog(undefined)} />}
+              {dialog === 'help' && <HelpDialog onClose={() => setDialog(undefined)} />}
+            </Suspense>
             {dialog === 'save-as' && <SaveAsDialog onClose={() => setDialog(undefined)} />}
             {dialog === 'delete' && <DeleteDialog onClose={() => setDialog(undefined)} />}
             <Toasts toasts={toasts} />

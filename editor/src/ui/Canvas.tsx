@@ -29,7 +29,7 @@ import { useEditor } from './context.js';
 import { edgeTypes } from './edges.js';
 import { nodeTypes } from './nodes.js';
 import { PresenceLayer } from './PresenceLayer.js';
-import { fitLegibly, MINIMAP, type MinimapCorner, minimapCorner } from './viewFit.js';
+import { fitLegibly, MINIMAP, type MinimapCorner, minimapCorner, VIRTUALIZE_ABOVE } from './viewFit.js';
 
 export const KIND_MIME = 'application/x-switchboard-kind';
 const SNAP: [number, number] = [16, 16];
@@ -114,6 +114,9 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
   // been measured, at a zoom where its titles stay readable.
   const fitPending = useRef(true);
   const initialized = useNodesInitialized();
+  // A large flow renders only the nodes in view: the others are never measured, so React Flow
+  // never calls it initialized; their estimated sizes are enough to fit (viewFit.allMeasured).
+  const virtualize = nodes.length > VIRTUALIZE_ABOVE;
   useEffect(
     () =>
       store.onLoad(() => {
@@ -122,7 +125,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
     [store],
   );
   useEffect(() => {
-    if (!fitPending.current || !initialized || nodes.length === 0) return;
+    if (!fitPending.current || !(initialized || virtualize) || nodes.length === 0) return;
     fitPending.current = false;
     // Nodes of a freshly loaded document may still wait for their sizes: try again next frame.
     let frame = 0;
@@ -139,7 +142,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
     };
     attempt();
     return () => cancelAnimationFrame(frame);
-  }, [initialized, nodes, rf]);
+  }, [initialized, virtualize, nodes, rf]);
   // Rendering aids that touch no React state: while the view moves, the viewport is its own
   // compositor layer (panning moves pixels instead of repainting every node); zoomed far out,
   // handles and detail lines are hidden (they are too small to use and cost paint per node).
@@ -254,6 +257,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
         deleteKeyCode={null}
         selectionKeyCode="Shift"
         multiSelectionKeyCode={['Meta', 'Control']}
+        onlyRenderVisibleElements={virtualize}
         snapToGrid
         snapGrid={SNAP}
         minZoom={0.05}

@@ -2,15 +2,17 @@
  * The right-hand panel: the selected node's or edge's form, generated from its schema, or the
  * flow's settings when nothing is selected.
  */
-import { EDGE_CONFIG_SCHEMAS, type FlowEdgeT } from '@switchboard/schemas';
-import { useId, useSyncExternalStore } from 'react';
+import { EDGE_CONFIG_SCHEMAS, type FlowEdgeT } from '@switchboard/schemas/core';
+import { lazy, Suspense, useId, useSyncExternalStore } from 'react';
 import { edgeCaption } from '../model/captions.js';
 import type { JsonSchema } from '../model/schemaForm.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { useDocVersion, useEditor } from './context.js';
-import { FlowSettings } from './FlowSettings.js';
 import { JsonEditor } from './fields.js';
 import { type RefChoices, SchemaForm } from './SchemaForm.js';
+
+// Loaded when the flow settings are first opened.
+const FlowSettings = lazy(() => import('./FlowSettings.js').then((m) => ({ default: m.FlowSettings })));
 
 function useSelection(store: EditorStore) {
   return useSyncExternalStore(store.subscribe, store.getSelection);
@@ -185,5 +187,9 @@ export function Inspector() {
         </p>
       </section>
     );
-  return <FlowSettings />;
+  return (
+    <Suspense fallback={null}>
+      <FlowSettings />
+    </Suspense>
+  );
 }
