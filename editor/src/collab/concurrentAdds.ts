@@ -7,7 +7,7 @@
  *
  * The order arrays may then list the contested id twice; `orderedIds` reads each id once.
  */
-import type { FlowEdgeT, FlowNodeT } from '@switchboard/schemas/core';
+import type { FlowEdgeT, FlowNodeT } from '@switchboard/schemas';
 import { type ConfigLayout, PLAIN_LAYOUT, parts, readEdge, readNode } from '@switchboard/schemas/ydoc';
 import type * as Y from 'yjs';
 import { addNodes } from '../model/edits.js';

@@ -3,7 +3,7 @@
  * `Authorization: Bearer <token>` when the editor has the server's token (token.ts: taken from
  * the address the server printed, kept in this browser). With no server the editor works offline.
  */
-import type { Flow, Problem, RunEvent } from '@switchboard/schemas/core';
+import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 
 export interface FlowSummary {
   id: string;

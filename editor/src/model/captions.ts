@@ -1,5 +1,5 @@
 /** Short texts shown on edges: a decider's condition for the edge, or a handover's protocol. */
-import type { FlowEdgeT } from '@switchboard/schemas/core';
+import type { FlowEdgeT } from '@switchboard/schemas';
 
 const OPS: Record<string, string> = {
   eq: '=',

@@ -4,7 +4,7 @@
  * references (a team's `entry`, a decider's edge ids) that pointed inside the selection.
  */
 import type { KindRegistry } from '@switchboard/nodes';
-import type { Flow, FlowEdgeT, FlowNodeT } from '@switchboard/schemas/core';
+import type { Flow, FlowEdgeT, FlowNodeT } from '@switchboard/schemas';
 import { idPrefix, newId } from './ids.js';
 
 /** What the clipboard holds; also written to the system clipboard as JSON. */

@@ -2,7 +2,7 @@
  * Every change the editor makes to a flow, each one Yjs transaction with the `LOCAL` origin, so
  * that one user action is one undo step and a remote peer sees it atomically.
  */
-import type { FlowEdgeT, FlowNodeT, PositionT } from '@switchboard/schemas/core';
+import type { FlowEdgeT, FlowNodeT, PositionT } from '@switchboard/schemas';
 import { setOwn } from '@switchboard/schemas/core';
 import * as Y from 'yjs';
 import {

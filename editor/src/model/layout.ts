@@ -3,7 +3,7 @@
  * stay inside their team and the team is sized around them; positions of members come back
  * relative to their team, as the flow document keeps them.
  */
-import type { Flow } from '@switchboard/schemas/core';
+import type { Flow } from '@switchboard/schemas';
 import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js';
 
 export type Box = { x: number; y: number; width?: number; height?: number };

@@ -15,7 +15,7 @@
  *
  * Framework-free: the browser's WebSocket by default, any compatible constructor in tests.
  */
-import type { RunEvent } from '@switchboard/schemas/core';
+import type { RunEvent } from '@switchboard/schemas';
 
 /** The part of the WebSocket API this client uses (the browser's, or `ws` in Node). */
 export interface SocketLike {

@@ -13,7 +13,7 @@
  * replaces provisional events after a restart of its host, it goes back to the watermark and
  * applies the new ones, and shows exactly what the server's log holds.
  */
-import type { Flow, Problem, RunEvent } from '@switchboard/schemas/core';
+import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 import { setOwn } from '@switchboard/schemas/core';
 import { ApiError, type FlowApi, type RunCommandBody, type RunSummary } from '../model/api.js';
 import type { EditorStore } from '../store/editorStore.js';

@@ -6,7 +6,7 @@
  * Pure and framework-free. `apply` takes one batch (one WebSocket frame) and returns a new
  * view when anything changed, so React re-renders once per frame, not once per event.
  */
-import type { RunEvent } from '@switchboard/schemas/core';
+import type { RunEvent } from '@switchboard/schemas';
 
 export type RunPhase =
   | 'idle'

@@ -1,5 +1,5 @@
 /** The problems list: every error and warning of the validator; a click selects its element. */
-import type { Problem } from '@switchboard/schemas/core';
+import type { Problem } from '@switchboard/schemas';
 import { useReactFlow } from '@xyflow/react';
 import { useState, useSyncExternalStore } from 'react';
 import { useEditor } from './context.js';

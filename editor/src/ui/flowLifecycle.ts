@@ -3,7 +3,7 @@
  * "save as" (a copy under a new id, and the editor moves there with the address bar), delete
  * (closes the room for everyone; the server says who did it).
  */
-import type { Flow } from '@switchboard/schemas/core';
+import type { Flow } from '@switchboard/schemas';
 import { ROOM_RE } from '../collab/collab.js';
 import { openText } from './actions.js';
 import type { EditorServices } from './context.js';
