@@ -89,7 +89,11 @@ async function boot() {
     return;
   }
   const api = access === 'ok' ? candidate : undefined;
-  const store = new EditorStore({ registry: defaultRegistry });
+  const store = new EditorStore({
+    registry: defaultRegistry,
+    validationWorker: () =>
+      new Worker(new URL('./store/validate.worker.ts', import.meta.url), { type: 'module' }),
+  });
   const drafts = new DraftStore(window.localStorage);
   const draft = parseOr(drafts.load());
 

@@ -84,6 +84,29 @@ describe('EditorStore', () => {
     expect(s.getSnapshot().edges).toBe(after);
   });
 
+  it('a node not measured yet carries an estimated size and handles; a new document keeps measured sizes', () => {
+    const s = make();
+    const writer = () => s.getSnapshot().nodes.find((n) => n.id === 'writer')!;
+    expect(writer().initialWidth).toBeGreaterThan(0);
+    expect(
+      writer()
+        .handles?.map((h) => h.id)
+        .sort(),
+    ).toEqual(
+      s
+        .kindOf('writer')!
+        .ports.map((p) => p.id)
+        .sort(),
+    );
+    s.applyNodeChanges([{ type: 'dimensions', id: 'writer', dimensions: { width: 201, height: 47 } }]);
+    expect(writer().measured).toEqual({ width: 201, height: 47 });
+    expect(writer().handles).toBeUndefined();
+    // React Flow keeps the element of a node whose id is in the next document, and measures it
+    // again only if its size changes: the measured size must survive the load.
+    s.load(richFlow());
+    expect(writer().measured).toEqual({ width: 201, height: 47 });
+  });
+
   it('serializes once per document version', () => {
     const s = make();
     const a = s.serialize();

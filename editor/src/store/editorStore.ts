@@ -100,6 +100,9 @@ export type ProblemMark = string;
 
 const ROUND = (v: number) => Math.round(v);
 
+/** Flows up to this many nodes are validated as they load; larger ones a moment after. */
+const VALIDATE_AT_ONCE_MAX = 1000;
+
 /** The shared validator's verdict on a flow (`validate` from `@switchboard/nodes`). */
 export type FlowValidator = (flow: Flow) => ProblemSet;
 
@@ -113,6 +116,11 @@ export interface EditorStoreOptions {
    * Ajv) on first need, so that it stays out of the editor's first load.
    */
   validate?: FlowValidator;
+  /**
+   * Starts a worker running `validate.worker.ts` (the browser build passes one): validation after
+   * an edit then runs off the main thread. Without it, or when the worker fails, it runs here.
+   */
+  validationWorker?: () => Worker;
   doc?: Y.Doc;
 }
 
@@ -165,6 +173,10 @@ export class EditorStore {
   private readonly validateDelay: number;
   private validator: FlowValidator | undefined;
   private validatorLoading: Promise<FlowValidator> | undefined;
+  private startWorker: (() => Worker) | undefined;
+  private worker: Worker | undefined;
+  /** The latest request sent to the worker; older answers are dropped. */
+  private workerRequest = 0;
   private clipboard: FlowFragment | undefined;
   private version = 0;
   /** Re-adds what this editor drew when a co-editor's add took the same id at the same moment. */
@@ -177,6 +189,9 @@ export class EditorStore {
     this.layout = configLayout(opts.registry);
     this.validateDelay = opts.validateDelay ?? 250;
     this.validator = opts.validate;
+    this.startWorker = opts.validationWorker;
+    // Fetched while the editor draws, so that it is at hand for the first flow loaded.
+    if (!this.validator && typeof window !== 'undefined') void this.loadValidator();
     this.docNow = opts.doc ?? new Y.Doc();
     this.p = parts(this.docNow);
     this.undo_ = this.newUndoManager();
@@ -207,6 +222,8 @@ export class EditorStore {
     this.offTexts();
     this.docNow.off('afterTransaction', this.onTransaction);
     if (this.validateTimer) clearTimeout(this.validateTimer);
+    this.worker?.terminate();
+    this.worker = undefined;
     this.undo_.destroy();
   }
 
@@ -226,7 +243,7 @@ export class EditorStore {
     this.adds = watchConcurrentAdds(doc, this.layout);
     this.offTexts = watchTextChanges(doc);
     doc.on('afterTransaction', this.onTransaction);
-    this.ui.clear();
+    this.keepMeasuredOnly();
     this.selectedNodes.clear();
     this.selectedEdges.clear();
     this.nodeCache.clear();
@@ -237,8 +254,20 @@ export class EditorStore {
     this.rebuildAll();
     this.recomputeLinks();
     for (const fn of this.docListeners) fn();
-    this.scheduleValidation();
+    this.validateLoaded();
     for (const fn of this.loadListeners) fn();
+  }
+
+  /**
+   * Forgets view state on a new document except measured sizes: a node whose id is in the new
+   * document too keeps its element on the canvas, and React Flow measures an element again only
+   * when its size changes; without its measured size the node would stay on its estimate.
+   */
+  private keepMeasuredOnly(): void {
+    for (const [id, ui] of this.ui) {
+      if (ui.measured) this.ui.set(id, { measured: ui.measured });
+      else this.ui.delete(id);
+    }
   }
 
   // ---- reading --------------------------------------------------------------------------
@@ -356,6 +385,8 @@ export class EditorStore {
   validateNow(): ProblemSet {
     if (this.validateTimer) clearTimeout(this.validateTimer);
     this.validateTimer = undefined;
+    // An answer the worker is still working on is older than this.
+    this.workerRequest++;
     const validate = this.validator;
     if (!validate) {
       void this.loadValidator().then(() => this.validateNow());
@@ -399,9 +430,55 @@ export class EditorStore {
     for (const fn of this.problemListeners) fn();
   }
 
+  /**
+   * A flow just loaded shows its problems with its first drawing; a very large one is validated
+   * a moment later instead, so that it is drawn sooner (at 5,000 nodes validation takes a good
+   * part of a second).
+   */
+  private validateLoaded(): void {
+    if (this.p.nodes.size <= VALIDATE_AT_ONCE_MAX) this.validateNow();
+    else this.scheduleValidation();
+  }
+
   private scheduleValidation(): void {
     if (this.validateTimer) clearTimeout(this.validateTimer);
-    this.validateTimer = setTimeout(() => this.validateNow(), this.validateDelay);
+    this.validateTimer = setTimeout(() => this.validateSoon(), this.validateDelay);
+  }
+
+  /** Validates in the worker when there is one (the answer comes a moment later), else here. */
+  private validateSoon(): void {
+    this.validateTimer = undefined;
+    const worker = this.validationWorker();
+    if (!worker) {
+      this.validateNow();
+      return;
+    }
+    const id = ++this.workerRequest;
+    worker.postMessage({ id, flow: this.sharedFlow() });
+  }
+
+  private validationWorker(): Worker | undefined {
+    if (this.worker || !this.startWorker) return this.worker;
+    try {
+      const worker = this.startWorker();
+      worker.onmessage = (e: MessageEvent<{ id: number; failed?: string } & Partial<ProblemSet>>) => {
+        // Only the answer about the document's latest state counts.
+        if (e.data.id !== this.workerRequest || this.validateTimer) return;
+        if (e.data.failed !== undefined) this.validateNow();
+        else this.setProblems({ errors: e.data.errors ?? [], warnings: e.data.warnings ?? [] });
+      };
+      worker.onerror = () => {
+        // A worker that cannot run: validate here from now on.
+        worker.terminate();
+        if (this.worker === worker) this.worker = undefined;
+        this.startWorker = undefined;
+        this.validateNow();
+      };
+      this.worker = worker;
+    } catch {
+      return undefined;
+    }
+    return this.worker;
   }
 
   // ---- document events ------------------------------------------------------------------
@@ -989,14 +1066,12 @@ export class EditorStore {
 
   /** Replaces the document (import, template, restore); starts a fresh undo history. */
   load(flow: unknown): void {
-    this.ui.clear();
+    this.keepMeasuredOnly();
     this.selectedNodes.clear();
     this.selectedEdges.clear();
     loadFlowIntoDoc(this.doc, flow, this.layout);
     this.undoManager.clear();
-    // Validated a moment later, as after an edit: not before the new flow is first drawn (at
-    // 5,000 nodes validation takes a good part of a second).
-    this.scheduleValidation();
+    this.validateLoaded();
     for (const fn of this.loadListeners) fn();
   }
 

@@ -17,21 +17,21 @@ import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { copyJson, exportFile, layout, newFlow, openText, saveToServer } from './actions.js';
 import { Canvas } from './Canvas.js';
 import { EditorContext, type EditorServices, type Toast, useDocVersion, useEditor } from './context.js';
+import { Gallery, HelpDialog, PasteDialog } from './Dialogs.js';
 import { FollowContext, type FollowState } from './follow.js';
 import { Inspector } from './Inspector.js';
 import { DeleteDialog, RoomClosedBanner, SaveAsDialog } from './Lifecycle.js';
 import { Palette } from './Palette.js';
 import { Presence } from './Presence.js';
 import { Problems } from './Problems.js';
+import { RunPanel } from './RunPanel.js';
 import { StorageBanner } from './StorageBanner.js';
 import { fitLegibly } from './viewFit.js';
 
-// Loaded when first shown, not with the editor (code splitting keeps the first load small).
-const RunPanel = lazy(() => import('./RunPanel.js').then((m) => ({ default: m.RunPanel })));
+// Loaded when first shown, not with the editor (code splitting keeps the first load small). The
+// run panel's bar and the dialogs stay: the bar is part of the first layout (loaded later, it
+// would shrink the canvas under a view already fitted), and Lifecycle's banner needs the dialogs.
 const TracePanel = lazy(() => import('./TracePanel.js').then((m) => ({ default: m.TracePanel })));
-const Gallery = lazy(() => import('./Dialogs.js').then((m) => ({ default: m.Gallery })));
-const PasteDialog = lazy(() => import('./Dialogs.js').then((m) => ({ default: m.PasteDialog })));
-const HelpDialog = lazy(() => import('./Dialogs.js').then((m) => ({ default: m.HelpDialog })));
 
 type Theme = 'light' | 'dark';
 type DialogName = 'gallery' | 'paste' | 'help' | 'save-as' | 'delete' | undefined;
@@ -332,9 +332,7 @@ export function App(props: Omit<EditorServices, 'toast'>) {
               <Palette />
               <div className="sb-center">
                 <Canvas colorMode={theme} />
-                <Suspense fallback={null}>
-                  <RunPanel />
-                </Suspense>
+                <RunPanel />
               </div>
               <aside
                 className={`sb-side${sideOpen ? '' : ' sb-side-collapsed'}`}
@@ -368,11 +366,9 @@ export function App(props: Omit<EditorServices, 'toast'>) {
             </div>
             <Problems />
             <Shortcuts open={setDialog} dialog={dialog} />
-            <Suspense fallback={null}>
-              {dialog === 'gallery' && <Gallery onClose={() => setDialog(undefined)} />}
-              {dialog === 'paste' && <PasteDialog onClose={() => setDialog(undefined)} />}
-              {dialog === 'help' && <HelpDialog onClose={() => setDialog(undefined)} />}
-            </Suspense>
+            {dialog === 'gallery' && <Gallery onClose={() => setDialog(undefined)} />}
+            {dialog === 'paste' && <PasteDialog onClose={() => setDialog(undefined)} />}
+            {dialog === 'help' && <HelpDialog onClose={() => setDialog(undefined)} />}
             {dialog === 'save-as' && <SaveAsDialog onClose={() => setDialog(undefined)} />}
             {dialog === 'delete' && <DeleteDialog onClose={() => setDialog(undefined)} />}
             <Toasts toasts={toasts} />
