@@ -47,6 +47,7 @@ import {
 import { idPrefix, newId } from '../model/ids.js';
 import { ESTIMATED_FACE, estimatedHandles } from './estimates.js';
 import { KeyedStore } from './keyed.js';
+import { OffThread, type OffThreadAnswer } from './offThread.js';
 import { RunState } from './runState.js';
 
 export interface NodeData extends Record<string, unknown> {
@@ -173,10 +174,11 @@ export class EditorStore {
   private readonly validateDelay: number;
   private validator: FlowValidator | undefined;
   private validatorLoading: Promise<FlowValidator> | undefined;
-  private startWorker: (() => Worker) | undefined;
-  private worker: Worker | undefined;
-  /** The latest request sent to the worker; older answers are dropped. */
-  private workerRequest = 0;
+  /** Validation and serialization after edits, in a worker (when the browser build gives one). */
+  private readonly offThread: OffThread | undefined;
+  /** The document version the request in flight to the worker is about. */
+  private offThreadVersion = -1;
+  private readonly textWaiters: Array<() => void> = [];
   private clipboard: FlowFragment | undefined;
   private version = 0;
   /** Re-adds what this editor drew when a co-editor's add took the same id at the same moment. */
@@ -189,7 +191,17 @@ export class EditorStore {
     this.layout = configLayout(opts.registry);
     this.validateDelay = opts.validateDelay ?? 250;
     this.validator = opts.validate;
-    this.startWorker = opts.validationWorker;
+    this.offThread = opts.validationWorker
+      ? new OffThread(
+          opts.validationWorker,
+          (a) => this.offThreadAnswer(a),
+          () => {
+            this.offThreadVersion = -1;
+            this.validateNow();
+            this.wakeTextWaiters();
+          },
+        )
+      : undefined;
     // Fetched while the editor draws, so that it is at hand for the first flow loaded.
     if (!this.validator && typeof window !== 'undefined') void this.loadValidator();
     this.docNow = opts.doc ?? new Y.Doc();
@@ -222,8 +234,7 @@ export class EditorStore {
     this.offTexts();
     this.docNow.off('afterTransaction', this.onTransaction);
     if (this.validateTimer) clearTimeout(this.validateTimer);
-    this.worker?.terminate();
-    this.worker = undefined;
+    this.offThread?.dispose();
     this.undo_.destroy();
   }
 
@@ -386,7 +397,7 @@ export class EditorStore {
     if (this.validateTimer) clearTimeout(this.validateTimer);
     this.validateTimer = undefined;
     // An answer the worker is still working on is older than this.
-    this.workerRequest++;
+    this.offThread?.drop();
     const validate = this.validator;
     if (!validate) {
       void this.loadValidator().then(() => this.validateNow());
@@ -436,8 +447,11 @@ export class EditorStore {
    * part of a second).
    */
   private validateLoaded(): void {
-    if (this.p.nodes.size <= VALIDATE_AT_ONCE_MAX) this.validateNow();
-    else this.scheduleValidation();
+    if (this.p.nodes.size <= VALIDATE_AT_ONCE_MAX) {
+      this.validateNow();
+      // The worker starts (and compiles its schemas) now rather than at the first pause in typing.
+      this.offThread?.warm(this.sharedFlow());
+    } else this.scheduleValidation();
   }
 
   private scheduleValidation(): void {
@@ -448,37 +462,39 @@ export class EditorStore {
   /** Validates in the worker when there is one (the answer comes a moment later), else here. */
   private validateSoon(): void {
     this.validateTimer = undefined;
-    const worker = this.validationWorker();
-    if (!worker) {
+    if (!this.offThread?.usable) {
       this.validateNow();
       return;
     }
-    const id = ++this.workerRequest;
-    worker.postMessage({ id, flow: this.sharedFlow() });
+    this.offThreadVersion = this.version;
+    this.offThread.send(this.sharedFlow());
   }
 
-  private validationWorker(): Worker | undefined {
-    if (this.worker || !this.startWorker) return this.worker;
-    try {
-      const worker = this.startWorker();
-      worker.onmessage = (e: MessageEvent<{ id: number; failed?: string } & Partial<ProblemSet>>) => {
-        // Only the answer about the document's latest state counts.
-        if (e.data.id !== this.workerRequest || this.validateTimer) return;
-        if (e.data.failed !== undefined) this.validateNow();
-        else this.setProblems({ errors: e.data.errors ?? [], warnings: e.data.warnings ?? [] });
-      };
-      worker.onerror = () => {
-        // A worker that cannot run: validate here from now on.
-        worker.terminate();
-        if (this.worker === worker) this.worker = undefined;
-        this.startWorker = undefined;
-        this.validateNow();
-      };
-      this.worker = worker;
-    } catch {
-      return undefined;
-    }
-    return this.worker;
+  private offThreadAnswer(a: OffThreadAnswer): void {
+    const current = this.offThreadVersion === this.version;
+    this.offThreadVersion = -1;
+    if (current && a.text !== undefined) this.text ??= a.text;
+    // Problems about an older state are dropped: a newer request follows the newer edit.
+    if (current || !this.validateTimer)
+      this.setProblems({ errors: a.errors ?? [], warnings: a.warnings ?? [] });
+    this.wakeTextWaiters();
+  }
+
+  private wakeTextWaiters(): void {
+    for (const fn of this.textWaiters.splice(0)) fn();
+  }
+
+  /**
+   * The serialized flow as it is now, without serializing on the main thread when the worker is
+   * about to send it (the save state and autosave wait a moment after an edit anyway); undefined
+   * when the document changed while waiting.
+   */
+  async settledText(): Promise<string | undefined> {
+    const version = this.version;
+    if (this.text === undefined && this.offThreadVersion === version && this.offThread?.usable)
+      await new Promise<void>((resolve) => this.textWaiters.push(resolve));
+    // Changed meanwhile: the caller waits for the next quiet moment.
+    return this.version === version ? this.serialize() : undefined;
   }
 
   // ---- document events ------------------------------------------------------------------

@@ -63,8 +63,17 @@ function useSettledText(store: EditorServices['store']): { text: string; current
   const [settled, setSettled] = useState(() => ({ version: store.docVersion, text: store.serialize() }));
   useEffect(() => {
     if (settled.version === version) return;
-    const t = setTimeout(() => setSettled({ version: store.docVersion, text: store.serialize() }), SETTLE_MS);
-    return () => clearTimeout(t);
+    let live = true;
+    const t = setTimeout(() => {
+      const v = store.docVersion;
+      void store.settledText().then((text) => {
+        if (live && text !== undefined) setSettled({ version: v, text });
+      });
+    }, SETTLE_MS);
+    return () => {
+      live = false;
+      clearTimeout(t);
+    };
   }, [store, version, settled.version]);
   return { text: settled.text, current: settled.version === version };
 }
@@ -302,7 +311,13 @@ export function App(props: Omit<EditorServices, 'toast'>) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const off = store.onDocChange(() => {
       clearTimeout(timer);
-      timer = setTimeout(() => drafts.save(store.serialize()), 300);
+      timer = setTimeout(
+        () =>
+          void store.settledText().then((text) => {
+            if (text !== undefined) drafts.save(text);
+          }),
+        300,
+      );
     });
     const flush = () => drafts.save(store.serialize());
     window.addEventListener('pagehide', flush);
