@@ -283,14 +283,31 @@ async function main() {
       gates['typing p95 at 1000 vs 50 nodes ≤ 2x'] = { value: ratio, pass: ratio <= 2 };
     }
     if (part('open')) {
-      const open: Record<number, number> = {};
+      // Wall time, and the main thread's busy time during it (CDP TaskDuration): on a shared
+      // machine the second says more about the editor than the first.
+      const open: Record<number, { wallMs: number; mainThreadMs: number }> = {};
       for (const n of [1000, 5000]) {
-        const o = await openWith(browser, server.url, n, Math.round(n * 1.5));
-        open[n] = o.firstRender;
-        await o.page.close();
+        const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+        await page.goto(`${server.url}/?bench=1`);
+        await page.getByTestId('node-start').waitFor();
+        await page.evaluate(
+          (t) => {
+            (window as unknown as { __benchText: string }).__benchText = t;
+          },
+          JSON.stringify(generateFlow(n, Math.round(n * 1.5))),
+        );
+        const cdp = await page.context().newCDPSession(page);
+        await cdp.send('Performance.enable');
+        const busy = async () =>
+          (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'TaskDuration')?.value ??
+          0;
+        const before = await busy();
+        const wallMs = round(await openTime(page));
+        open[n] = { wallMs, mainThreadMs: round(((await busy()) - before) * 1000) };
+        await page.close();
       }
       results['open time (ms)'] = open;
-      gates['5000 nodes open ≤ 3000 ms'] = { value: open[5000]!, pass: open[5000]! <= 3000 };
+      gates['5000 nodes open ≤ 3000 ms'] = { value: open[5000]!.wallMs, pass: open[5000]!.wallMs <= 3000 };
     }
   } finally {
     await browser.close();
