@@ -17,5 +17,27 @@ export default defineConfig({
       '@switchboard/nodes': src('../nodes/src/index.ts'),
     },
   },
-  build: { outDir: 'dist', sourcemap: true },
+  // The manifest tells the benchmark and the bundle-size test which chunks the first load fetches.
+  build: {
+    outDir: 'dist',
+    sourcemap: true,
+    manifest: true,
+    rolldownOptions: {
+      output: {
+        // Libraries in chunks of their own: they change less often than the editor (cached across
+        // releases) and keep the entry chunk small. What only a lazy part uses (Ajv, elk) stays
+        // in that part's chunk.
+        codeSplitting: {
+          groups: [
+            { name: 'react', test: /node_modules[\\/](react|react-dom|scheduler)[\\/]/ },
+            {
+              name: 'xyflow',
+              test: /node_modules[\\/](@xyflow|d3-[a-z-]+|zustand|classcat)[\\/]/,
+            },
+            { name: 'yjs', test: /node_modules[\\/](yjs|lib0|y-protocols|y-websocket)[\\/]/ },
+          ],
+        },
+      },
+    },
+  },
 });

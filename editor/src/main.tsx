@@ -1,6 +1,6 @@
 import '@xyflow/react/dist/style.css';
 import './styles.css';
-import { defaultRegistry } from '@switchboard/nodes';
+import { defaultRegistry } from '@switchboard/nodes/core';
 import { StrictMode } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { Collab, ROOM_RE } from './collab/collab.js';
@@ -89,7 +89,11 @@ async function boot() {
     return;
   }
   const api = access === 'ok' ? candidate : undefined;
-  const store = new EditorStore({ registry: defaultRegistry });
+  const store = new EditorStore({
+    registry: defaultRegistry,
+    validationWorker: () =>
+      new Worker(new URL('./store/validate.worker.ts', import.meta.url), { type: 'module' }),
+  });
   const drafts = new DraftStore(window.localStorage);
   const draft = parseOr(drafts.load());
 

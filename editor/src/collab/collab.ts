@@ -16,7 +16,7 @@
  * gets, per node, who else has it selected, so only those node faces re-render.
  */
 
-import { MAX_ID_LENGTH } from '@switchboard/schemas';
+import { MAX_ID_LENGTH } from '@switchboard/schemas/core';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
 import {

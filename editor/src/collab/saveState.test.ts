@@ -23,6 +23,10 @@ describe('what the toolbar says about a room being saved', () => {
       label: 'not saved: 2 problems',
     });
     expect(roomSaveView({ state: 'id-mismatch', hash }, text)?.kind).toBe('renamed');
+    // A document changed since it was last serialized (typing): saving, whatever the last status.
+    expect(roomSaveView({ state: 'saved', rev: 3, hash }, undefined)).toMatchObject({ kind: 'pending' });
+    expect(roomSaveView(undefined, undefined)).toBeUndefined();
+    expect(roomSaveView({ state: 'saved', rev: 3, hash }, undefined, 'too big')?.kind).toBe('refused');
     expect(flowTextHash(text)).toBe(hash);
     expect(flowTextHash(`${text}x`)).not.toBe(hash);
   });

@@ -18,9 +18,14 @@ export interface RoomSaveView {
   saved: boolean;
 }
 
+/**
+ * @param text the document shown, serialized; undefined while it changed since it was last
+ *   serialized (the toolbar serializes a moment after typing stops, not on every key): the
+ *   server cannot have saved it yet either.
+ */
 export function roomSaveView(
   status: RoomSaveStatus | undefined,
-  text: string,
+  text: string | undefined,
   refused?: string,
 ): RoomSaveView | undefined {
   if (refused)
@@ -31,7 +36,7 @@ export function roomSaveView(
       saved: false,
     };
   if (!status) return undefined;
-  if (status.hash !== undefined && status.hash !== flowTextHash(text))
+  if (text === undefined || (status.hash !== undefined && status.hash !== flowTextHash(text)))
     return {
       kind: 'pending',
       label: 'saving…',

@@ -4,7 +4,7 @@
  * so the canvas never accepts an edge that validation would then reject.
  */
 import type { KindRegistry, NodeKindDefinition, PortSpec } from '@switchboard/nodes';
-import { checkConnection, type EdgeKindT, PROBLEM_CODES } from '@switchboard/schemas';
+import { checkConnection, type EdgeKindT, PROBLEM_CODES } from '@switchboard/schemas/core';
 
 export interface ConnectionEnd {
   id: string;

@@ -12,7 +12,11 @@ export interface RouteChoice {
   label: string;
 }
 
-export function routeChoices(flow: Flow, nodeId: string, nameOf: (id: string) => string): RouteChoice[] {
+export function routeChoices(
+  flow: Readonly<Flow>,
+  nodeId: string,
+  nameOf: (id: string) => string,
+): RouteChoice[] {
   const self = flow.nodes.find((n) => n.id === nodeId);
   if (!self) return [];
   const sources = new Set([nodeId]);

@@ -8,7 +8,7 @@ let store: EditorStore;
 afterEach(() => store?.dispose());
 
 function make(flow: unknown = richFlow()): EditorStore {
-  store = new EditorStore({ registry: defaultRegistry, validateDelay: 1 });
+  store = new EditorStore({ registry: defaultRegistry, validateDelay: 1, validate });
   store.load(flow);
   return store;
 }
@@ -37,13 +37,84 @@ describe('EditorStore', () => {
   it('an edit rebuilds only the touched node; others keep their identity', () => {
     const s = make();
     const before = s.getSnapshot().nodes;
-    s.setConfig({ node: 'writer' }, 'role', 'Edits');
+    s.applyNodeChanges([{ type: 'position', id: 'writer', position: { x: 5, y: 7 }, dragging: true }]);
     const after = s.getSnapshot().nodes;
     for (const n of after) {
       const old = before.find((b) => b.id === n.id);
       if (n.id === 'writer') expect(n).not.toBe(old);
       else expect(n).toBe(old);
     }
+  });
+
+  it('typing in a config leaves React Flow alone: only the node’s content entry changes', () => {
+    const s = make();
+    const snapshot = s.getSnapshot();
+    let canvas = 0;
+    s.subscribe(() => canvas++);
+    const heard: string[] = [];
+    for (const id of ['writer', 'planner']) s.content.subscribe(id, () => heard.push(id));
+    const writerBefore = s.content.get('writer');
+    for (const text of ['E', 'Ed', 'Edi', 'Edit']) s.setConfig({ node: 'writer' }, 'role', text, true);
+    expect(s.getSnapshot()).toBe(snapshot);
+    expect(canvas).toBe(0);
+    expect(heard).toEqual(['writer', 'writer', 'writer', 'writer']);
+    expect(s.content.get('writer')).not.toBe(writerBefore);
+    expect(s.content.get('writer')?.config.role).toBe('Edit');
+    expect(s.readNode('writer')?.config.role).toBe('Edit');
+    // A change of frame (a move) does give React Flow a new node, with the current content.
+    s.applyNodeChanges([{ type: 'position', id: 'writer', position: { x: 5, y: 7 }, dragging: true }]);
+    expect(s.getSnapshot()).not.toBe(snapshot);
+    expect(s.getSnapshot().nodes.find((n) => n.id === 'writer')?.data.config.role).toBe('Edit');
+  });
+
+  it('an edit that changes a caption gives React Flow that edge anew, and no other', () => {
+    const s = make();
+    const before = s.getSnapshot().edges;
+    s.setConfig({ node: 'check' }, 'default', 'e3');
+    const after = s.getSnapshot().edges;
+    expect(after).not.toBe(before);
+    for (const e of after) {
+      const old = before.find((b) => b.id === e.id);
+      if (e.id === 'e3' || e.id === 'e4') expect(e).not.toBe(old);
+      else expect(e).toBe(old);
+    }
+    expect(after.find((e) => e.id === 'e4')?.data?.caption).not.toContain('default');
+    // The same value again: nothing to draw anew.
+    s.setConfig({ node: 'check' }, 'default', 'e3');
+    expect(s.getSnapshot().edges).toBe(after);
+  });
+
+  it('a node not measured yet carries an estimated size and handles; a new document keeps measured sizes', () => {
+    const s = make();
+    const writer = () => s.getSnapshot().nodes.find((n) => n.id === 'writer')!;
+    expect(writer().initialWidth).toBeGreaterThan(0);
+    expect(
+      writer()
+        .handles?.map((h) => h.id)
+        .sort(),
+    ).toEqual(
+      s
+        .kindOf('writer')!
+        .ports.map((p) => p.id)
+        .sort(),
+    );
+    s.applyNodeChanges([{ type: 'dimensions', id: 'writer', dimensions: { width: 201, height: 47 } }]);
+    expect(writer().measured).toEqual({ width: 201, height: 47 });
+    expect(writer().handles).toBeUndefined();
+    // React Flow keeps the element of a node whose id is in the next document, and measures it
+    // again only if its size changes: the measured size must survive the load.
+    s.load(richFlow());
+    expect(writer().measured).toEqual({ width: 201, height: 47 });
+  });
+
+  it('serializes once per document version', () => {
+    const s = make();
+    const a = s.serialize();
+    expect(s.serialize()).toBe(a);
+    s.setConfig({ node: 'writer' }, 'role', 'Edits');
+    const b = s.serialize();
+    expect(b).not.toBe(a);
+    expect(b).toBe(serializeFlow(s.toFlow()));
   });
 
   it('adds a node dropped into a team as a member with a relative position', () => {
@@ -164,6 +235,15 @@ describe('EditorStore', () => {
     s.setConfig({ node: 'writer' }, 'model', 'big');
     s.validateNow();
     expect(s.marks.get('writer')).toBe('');
+  });
+
+  it('without a validator at hand, loads the shared one and validates with it', async () => {
+    store = new EditorStore({ registry: defaultRegistry, validateDelay: 1 });
+    store.load(richFlow());
+    store.setConfig({ node: 'writer' }, 'model', 'nope');
+    const set = await store.validated();
+    expect(set.errors.map((p) => p.nodeId)).toEqual(validate(store.toFlow()).errors.map((p) => p.nodeId));
+    expect(store.marks.get('writer')).toMatch(/^error\n.*model reference/);
   });
 
   it('a load and an export give the same bytes as serializeFlow', () => {

@@ -5,8 +5,7 @@
  * (selection, a drag in progress, measured sizes) stays outside the document until an action
  * ends, then is written as one transaction.
  */
-import type { KindRegistry, NodeKindDefinition } from '@switchboard/nodes';
-import { validate } from '@switchboard/nodes';
+import type { KindRegistry, NodeKindDefinition } from '@switchboard/nodes/core';
 import {
   dict,
   type Flow,
@@ -14,7 +13,7 @@ import {
   type FlowNodeT,
   type Problem,
   serializeFlow,
-} from '@switchboard/schemas';
+} from '@switchboard/schemas/core';
 import type { Edge, MarkerType, Node } from '@xyflow/react';
 import * as Y from 'yjs';
 import { type ConcurrentAddWatch, watchConcurrentAdds } from '../collab/concurrentAdds.js';
@@ -46,7 +45,9 @@ import {
   readNode,
 } from '../model/flowDoc.js';
 import { idPrefix, newId } from '../model/ids.js';
+import { ESTIMATED_FACE, estimatedHandles } from './estimates.js';
 import { KeyedStore } from './keyed.js';
+import { OffThread, type OffThreadAnswer } from './offThread.js';
 import { RunState } from './runState.js';
 
 export interface NodeData extends Record<string, unknown> {
@@ -100,10 +101,27 @@ export type ProblemMark = string;
 
 const ROUND = (v: number) => Math.round(v);
 
+/** Flows up to this many nodes are validated as they load; larger ones a moment after. */
+const VALIDATE_AT_ONCE_MAX = 1000;
+
+/** The shared validator's verdict on a flow (`validate` from `@switchboard/nodes`). */
+export type FlowValidator = (flow: Flow) => ProblemSet;
+
 export interface EditorStoreOptions {
   registry: KindRegistry;
   /** Milliseconds of quiet after an edit before validation runs. Default 250. */
   validateDelay?: number;
+  /**
+   * The validator, when the caller has it at hand (tests, headless clients): validation is then
+   * synchronous from the start. Without it the store loads it (`./validator.ts`, which brings
+   * Ajv) on first need, so that it stays out of the editor's first load.
+   */
+  validate?: FlowValidator;
+  /**
+   * Starts a worker running `validate.worker.ts` (the browser build passes one): validation after
+   * an edit then runs off the main thread. Without it, or when the worker fails, it runs here.
+   */
+  validationWorker?: () => Worker;
   doc?: Y.Doc;
 }
 
@@ -121,6 +139,14 @@ export class EditorStore {
   readonly marks = new KeyedStore<ProblemMark>('');
   /** Per node id: what edges say about it (`2 tools`, `observes writer`). */
   readonly links = new KeyedStore<string>('');
+  /**
+   * Per node id: its kind, label and config as its face shows them. An edit of content only
+   * (typing in the inspector) changes this entry and nothing else: the React Flow node keeps its
+   * identity, so React Flow does no work and only that node's face re-renders. The `data` of a
+   * React Flow node is therefore the content at its last change of frame (position, size,
+   * selection, parent, kind); faces read this store instead.
+   */
+  readonly content = new KeyedStore<NodeData | undefined>(undefined);
 
   private p: ReturnType<typeof parts>;
   private readonly nodeCache = new Map<string, { rf: SbNode; kind: string; parent?: string }>();
@@ -132,6 +158,8 @@ export class EditorStore {
    */
   private readonly json = new Map<string, FlowNodeT | FlowEdgeT>();
   private readonly ui = new Map<string, NodeUi>();
+  /** The serialized flow at the current document version (cleared by every change). */
+  private text: string | undefined;
   private selectedNodes = new Set<string>();
   private selectedEdges = new Set<string>();
   private nodes: SbNode[] = [];
@@ -144,6 +172,13 @@ export class EditorStore {
   private readonly problemListeners = new Set<() => void>();
   private validateTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly validateDelay: number;
+  private validator: FlowValidator | undefined;
+  private validatorLoading: Promise<FlowValidator> | undefined;
+  /** Validation and serialization after edits, in a worker (when the browser build gives one). */
+  private readonly offThread: OffThread | undefined;
+  /** The document version the request in flight to the worker is about. */
+  private offThreadVersion = -1;
+  private readonly textWaiters: Array<() => void> = [];
   private clipboard: FlowFragment | undefined;
   private version = 0;
   /** Re-adds what this editor drew when a co-editor's add took the same id at the same moment. */
@@ -155,6 +190,20 @@ export class EditorStore {
     this.registry = opts.registry;
     this.layout = configLayout(opts.registry);
     this.validateDelay = opts.validateDelay ?? 250;
+    this.validator = opts.validate;
+    this.offThread = opts.validationWorker
+      ? new OffThread(
+          opts.validationWorker,
+          (a) => this.offThreadAnswer(a),
+          () => {
+            this.offThreadVersion = -1;
+            this.validateNow();
+            this.wakeTextWaiters();
+          },
+        )
+      : undefined;
+    // Fetched while the editor draws, so that it is at hand for the first flow loaded.
+    if (!this.validator && typeof window !== 'undefined') void this.loadValidator();
     this.docNow = opts.doc ?? new Y.Doc();
     this.p = parts(this.docNow);
     this.undo_ = this.newUndoManager();
@@ -185,6 +234,7 @@ export class EditorStore {
     this.offTexts();
     this.docNow.off('afterTransaction', this.onTransaction);
     if (this.validateTimer) clearTimeout(this.validateTimer);
+    this.offThread?.dispose();
     this.undo_.destroy();
   }
 
@@ -204,18 +254,31 @@ export class EditorStore {
     this.adds = watchConcurrentAdds(doc, this.layout);
     this.offTexts = watchTextChanges(doc);
     doc.on('afterTransaction', this.onTransaction);
-    this.ui.clear();
+    this.keepMeasuredOnly();
     this.selectedNodes.clear();
     this.selectedEdges.clear();
     this.nodeCache.clear();
     this.edgeCache.clear();
     this.json.clear();
+    this.text = undefined;
     this.version++;
     this.rebuildAll();
     this.recomputeLinks();
     for (const fn of this.docListeners) fn();
-    this.validateNow();
+    this.validateLoaded();
     for (const fn of this.loadListeners) fn();
+  }
+
+  /**
+   * Forgets view state on a new document except measured sizes: a node whose id is in the new
+   * document too keeps its element on the canvas, and React Flow measures an element again only
+   * when its size changes; without its measured size the node would stay on its estimate.
+   */
+  private keepMeasuredOnly(): void {
+    for (const [id, ui] of this.ui) {
+      if (ui.measured) this.ui.set(id, { measured: ui.measured });
+      else this.ui.delete(id);
+    }
   }
 
   // ---- reading --------------------------------------------------------------------------
@@ -264,8 +327,15 @@ export class EditorStore {
     return structuredClone(this.sharedFlow());
   }
 
+  /** The flow, not copied (cached per document version): for readers that never change it. */
+  flowView(): Readonly<Flow> {
+    return this.sharedFlow();
+  }
+
+  /** The flow as saved; computed once per document version (autosave and save state share it). */
   serialize(): string {
-    return serializeFlow(this.sharedFlow());
+    this.text ??= serializeFlow(this.sharedFlow());
+    return this.text;
   }
 
   meta(key: string): unknown {
@@ -280,6 +350,11 @@ export class EditorStore {
   readEdge(id: string): FlowEdgeT | undefined {
     const m = this.p.edges.get(id);
     return m ? readEdge(id, m, this.layout) : undefined;
+  }
+
+  /** Node ids in document order. */
+  nodeIds(): string[] {
+    return orderedIds(this.p.nodes, this.p.nodeOrder);
   }
 
   kindOf(id: string): NodeKindDefinition | undefined {
@@ -319,13 +394,38 @@ export class EditorStore {
 
   getProblems = (): ProblemSet => this.problemSet;
 
-  /** Runs the validator now (normally it runs a moment after the last edit). */
+  /**
+   * Runs the validator now (normally it runs a moment after the last edit). Before the validator
+   * has loaded, it loads it and validates then; `validated()` waits for that.
+   */
   validateNow(): ProblemSet {
     if (this.validateTimer) clearTimeout(this.validateTimer);
     this.validateTimer = undefined;
+    // An answer the worker is still working on is older than this.
+    this.offThread?.drop();
+    const validate = this.validator;
+    if (!validate) {
+      void this.loadValidator().then(() => this.validateNow());
+      return this.problemSet;
+    }
     const r = validate(this.sharedFlow());
     this.setProblems({ errors: r.errors, warnings: r.warnings });
     return this.problemSet;
+  }
+
+  /** Validates the document as it is now, loading the validator first if needed. */
+  async validated(): Promise<ProblemSet> {
+    await this.loadValidator();
+    return this.validateNow();
+  }
+
+  private loadValidator(): Promise<FlowValidator> {
+    if (this.validator) return Promise.resolve(this.validator);
+    this.validatorLoading ??= import('./validator.js').then((m) => {
+      this.validator = m.validate;
+      return m.validate;
+    });
+    return this.validatorLoading;
   }
 
   /** Shows problems reported from elsewhere (the server refusing a save). */
@@ -346,9 +446,60 @@ export class EditorStore {
     for (const fn of this.problemListeners) fn();
   }
 
+  /**
+   * A flow just loaded shows its problems with its first drawing; a very large one is validated
+   * a moment later instead, so that it is drawn sooner (at 5,000 nodes validation takes a good
+   * part of a second).
+   */
+  private validateLoaded(): void {
+    if (this.p.nodes.size <= VALIDATE_AT_ONCE_MAX) {
+      this.validateNow();
+      // The worker starts (and compiles its schemas) now rather than at the first pause in typing.
+      this.offThread?.warm(this.sharedFlow());
+    } else this.scheduleValidation();
+  }
+
   private scheduleValidation(): void {
     if (this.validateTimer) clearTimeout(this.validateTimer);
-    this.validateTimer = setTimeout(() => this.validateNow(), this.validateDelay);
+    this.validateTimer = setTimeout(() => this.validateSoon(), this.validateDelay);
+  }
+
+  /** Validates in the worker when there is one (the answer comes a moment later), else here. */
+  private validateSoon(): void {
+    this.validateTimer = undefined;
+    if (!this.offThread?.usable) {
+      this.validateNow();
+      return;
+    }
+    this.offThreadVersion = this.version;
+    this.offThread.send(this.sharedFlow());
+  }
+
+  private offThreadAnswer(a: OffThreadAnswer): void {
+    const current = this.offThreadVersion === this.version;
+    this.offThreadVersion = -1;
+    if (current && a.text !== undefined) this.text ??= a.text;
+    // Problems about an older state are dropped: a newer request follows the newer edit.
+    if (current || !this.validateTimer)
+      this.setProblems({ errors: a.errors ?? [], warnings: a.warnings ?? [] });
+    this.wakeTextWaiters();
+  }
+
+  private wakeTextWaiters(): void {
+    for (const fn of this.textWaiters.splice(0)) fn();
+  }
+
+  /**
+   * The serialized flow as it is now, without serializing on the main thread when the worker is
+   * about to send it (the save state and autosave wait a moment after an edit anyway); undefined
+   * when the document changed while waiting.
+   */
+  async settledText(): Promise<string | undefined> {
+    const version = this.version;
+    if (this.text === undefined && this.offThreadVersion === version && this.offThread?.usable)
+      await new Promise<void>((resolve) => this.textWaiters.push(resolve));
+    // Changed meanwhile: the caller waits for the next quiet moment.
+    return this.version === version ? this.serialize() : undefined;
   }
 
   // ---- document events ------------------------------------------------------------------
@@ -357,9 +508,11 @@ export class EditorStore {
     const nodeIds = new Set<string>();
     const edgeIds = new Set<string>();
     let structure = false;
+    let order = false;
     const { nodes, edges, meta, nodeOrder, edgeOrder } = this.p as unknown as Record<string, unknown>;
     for (const [type] of tr.changed) {
-      if (type === nodeOrder || type === edgeOrder || type === meta) structure = true;
+      if (type === nodeOrder || type === edgeOrder) order = true;
+      if (type === meta) structure = true;
       // A flow-level text (the description) changed inside `meta`.
       if ((type as Y.AbstractType<unknown>)._item?.parent === meta) structure = true;
     }
@@ -377,15 +530,16 @@ export class EditorStore {
     }
     for (const id of nodeIds) this.json.delete(`n:${id}`);
     for (const id of edgeIds) this.json.delete(`e:${id}`);
-    if (!structure && nodeIds.size === 0 && edgeIds.size === 0) return;
+    if (!structure && !order && nodeIds.size === 0 && edgeIds.size === 0) return;
     this.version++;
-    this.refresh(nodeIds, edgeIds);
+    this.text = undefined;
+    this.refresh(nodeIds, edgeIds, false, order);
     for (const fn of this.docListeners) fn();
     this.scheduleValidation();
   };
 
   private rebuildAll(): void {
-    this.refresh(new Set(this.p.nodes.keys()), new Set(this.p.edges.keys()));
+    this.refresh(new Set(this.p.nodes.keys()), new Set(this.p.edges.keys()), false, true);
   }
 
   private deriveNode(id: string): SbNode | undefined {
@@ -407,6 +561,13 @@ export class EditorStore {
       rf.height = size.height;
     }
     if (ui?.measured) rf.measured = ui.measured;
+    else {
+      // Not rendered yet (on a large flow, perhaps never): estimates stand in (estimates.ts).
+      const est = size ?? ESTIMATED_FACE;
+      rf.initialWidth = est.width;
+      rf.initialHeight = est.height;
+      if (def) rf.handles = estimatedHandles(def, est);
+    }
     if (ui?.dragging) rf.dragging = true;
     if (this.selectedNodes.has(id)) rf.selected = true;
     return rf;
@@ -457,21 +618,32 @@ export class EditorStore {
     return rf;
   }
 
-  /** Rebuilds the React Flow objects of the given ids and reassembles the arrays. */
-  private refresh(nodeIds: Set<string>, edgeIds: Set<string>, uiOnly = false): void {
+  /**
+   * Rebuilds the React Flow objects of the given ids and reassembles the arrays. An object whose
+   * frame did not change keeps its identity (its content goes to `content`); when no object
+   * changed and nothing was added, removed or reordered, the snapshot stays as it is and React
+   * Flow is not told anything.
+   */
+  private refresh(nodeIds: Set<string>, edgeIds: Set<string>, uiOnly = false, order = false): void {
     let structural = false;
+    let changed = order;
     for (const id of nodeIds) {
       const prev = this.nodeCache.get(id);
       const rf = this.deriveNode(id);
       if (!rf) {
+        if (prev) changed = true;
         this.nodeCache.delete(id);
         this.ui.delete(id);
         this.selectedNodes.delete(id);
+        this.content.set(id, undefined);
         structural = true;
         continue;
       }
       const parent = this.validParent(id);
       if (parent) rf.parentId = parent;
+      if (!uiOnly || !prev) this.content.set(id, rf.data);
+      if (prev && sameFrame(prev.rf, rf)) continue;
+      changed = true;
       if (!prev || prev.parent !== parent || prev.kind !== rf.data.kind) structural = true;
       this.nodeCache.set(id, { rf, kind: rf.data.kind, parent });
     }
@@ -495,13 +667,20 @@ export class EditorStore {
           if (nodeIds.has(m.get('source') as string) || nodeIds.has(m.get('target') as string))
             touched.add(id);
       for (const id of touched) {
+        const prev = this.edgeCache.get(id);
         const rf = this.deriveEdge(id);
-        if (rf) this.edgeCache.set(id, rf);
-        else {
+        if (rf) {
+          if (prev && sameEdge(prev, rf)) continue;
+          this.edgeCache.set(id, rf);
+          changed = true;
+        } else {
+          if (prev || edgeIds.has(id)) changed = true;
           this.edgeCache.delete(id);
           this.selectedEdges.delete(id);
         }
       }
+      if (edgeIds.size > 0 || structural) this.recomputeLinks();
+      if (!changed && !structural) return;
       // Order React Flow needs: a parent before its children; otherwise document order.
       const order = orderedIds(this.p.nodes, this.p.nodeOrder);
       const placed = new Set<string>();
@@ -519,8 +698,8 @@ export class EditorStore {
       this.edges = orderedIds(this.p.edges, this.p.edgeOrder)
         .map((id) => this.edgeCache.get(id))
         .filter((e): e is SbEdge => !!e);
-      if (edgeIds.size > 0 || structural) this.recomputeLinks();
     } else {
+      if (!changed) return;
       this.nodes = this.nodes.map((n) => this.nodeCache.get(n.id)?.rf ?? n);
     }
     this.snapshot = { nodes: this.nodes, edges: this.edges };
@@ -535,7 +714,7 @@ export class EditorStore {
       edgesChanged = true;
     }
     if (edgesChanged) this.edges = this.edges.map((e) => this.edgeCache.get(e.id) ?? e);
-    this.refresh(new Set(nodeIds), new Set(), true);
+    this.refresh(new Set(nodeIds), new Set(), true, edgesChanged);
   }
 
   private recomputeLinks(): void {
@@ -908,12 +1087,12 @@ export class EditorStore {
 
   /** Replaces the document (import, template, restore); starts a fresh undo history. */
   load(flow: unknown): void {
-    this.ui.clear();
+    this.keepMeasuredOnly();
     this.selectedNodes.clear();
     this.selectedEdges.clear();
     loadFlowIntoDoc(this.doc, flow, this.layout);
     this.undoManager.clear();
-    this.validateNow();
+    this.validateLoaded();
     for (const fn of this.loadListeners) fn();
   }
 
@@ -924,4 +1103,35 @@ export class EditorStore {
   redo(): void {
     this.undoManager.redo();
   }
+}
+
+/** Whether two React Flow nodes are drawn in the same place, size and state (content aside). */
+function sameFrame(a: SbNode, b: SbNode): boolean {
+  return (
+    a.type === b.type &&
+    a.data.kind === b.data.kind &&
+    a.parentId === b.parentId &&
+    a.position.x === b.position.x &&
+    a.position.y === b.position.y &&
+    a.width === b.width &&
+    a.height === b.height &&
+    a.measured?.width === b.measured?.width &&
+    a.measured?.height === b.measured?.height &&
+    !!a.dragging === !!b.dragging &&
+    !!a.selected === !!b.selected
+  );
+}
+
+/** Whether two React Flow edges draw the same. */
+function sameEdge(a: SbEdge, b: SbEdge): boolean {
+  return (
+    a.source === b.source &&
+    a.target === b.target &&
+    a.sourceHandle === b.sourceHandle &&
+    a.targetHandle === b.targetHandle &&
+    a.type === b.type &&
+    a.data?.kind === b.data?.kind &&
+    a.data?.caption === b.data?.caption &&
+    !!a.selected === !!b.selected
+  );
 }

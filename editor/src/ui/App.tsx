@@ -1,6 +1,15 @@
 /** The editor: toolbar, palette, canvas, inspector, problems; shortcuts, theme and autosave. */
 import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
-import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
+import {
+  lazy,
+  Suspense,
+  useCallback,
+  useEffect,
+  useMemo,
+  useRef,
+  useState,
+  useSyncExternalStore,
+} from 'react';
 import type { CollabSnapshot } from '../collab/collab.js';
 import { roomSaveView } from '../collab/saveState.js';
 import { isFragment } from '../model/clipboard.js';
@@ -17,8 +26,12 @@ import { Presence } from './Presence.js';
 import { Problems } from './Problems.js';
 import { RunPanel } from './RunPanel.js';
 import { StorageBanner } from './StorageBanner.js';
-import { TracePanel } from './TracePanel.js';
 import { fitLegibly } from './viewFit.js';
+
+// Loaded when first shown, not with the editor (code splitting keeps the first load small). The
+// run panel's bar and the dialogs stay: the bar is part of the first layout (loaded later, it
+// would shrink the canvas under a view already fitted), and Lifecycle's banner needs the dialogs.
+const TracePanel = lazy(() => import('./TracePanel.js').then((m) => ({ default: m.TracePanel })));
 
 type Theme = 'light' | 'dark';
 type DialogName = 'gallery' | 'paste' | 'help' | 'save-as' | 'delete' | undefined;
@@ -37,24 +50,49 @@ function isTyping(t: EventTarget | null): boolean {
 const NO_ROOM = (): CollabSnapshot | undefined => undefined;
 const NO_SUBSCRIPTION = () => () => {};
 
+/** How long the document must stay unchanged before the toolbar serializes it again. */
+const SETTLE_MS = 300;
+
+/**
+ * The serialized flow, recomputed a moment after the last change instead of on every keystroke
+ * (serializing a flow of a thousand nodes costs tens of milliseconds); `current` says whether it
+ * is the document as it is now. The store caches the text per version, so autosave shares it.
+ */
+function useSettledText(store: EditorServices['store']): { text: string; current: boolean } {
+  const version = useDocVersion(store);
+  const [settled, setSettled] = useState(() => ({ version: store.docVersion, text: store.serialize() }));
+  useEffect(() => {
+    if (settled.version === version) return;
+    let live = true;
+    const t = setTimeout(() => {
+      const v = store.docVersion;
+      void store.settledText().then((text) => {
+        if (live && text !== undefined) setSettled({ version: v, text });
+      });
+    }, SETTLE_MS);
+    return () => {
+      live = false;
+      clearTimeout(t);
+    };
+  }, [store, version, settled.version]);
+  return { text: settled.text, current: settled.version === version };
+}
+
 function SaveState() {
   const { store, drafts, collab } = useEditor();
-  const version = useDocVersion(store);
+  const { text, current } = useSettledText(store);
   const room = useSyncExternalStore(collab?.subscribe ?? NO_SUBSCRIPTION, collab?.getSnapshot ?? NO_ROOM);
-  // Awareness changes (cursors move many times a second) re-render this; the text only changes
-  // with the document, and serializing and hashing a large flow is not free.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the document version is what changes the text
-  const text = useMemo(() => store.serialize(), [store, version]);
 
   // In a live room the server saves; its status says more than this browser's drafts can.
   const live = room?.status === 'live';
   const saving = room?.saving;
   const savingKey = JSON.stringify(saving ?? null);
   const refused = room?.refused;
+  const shown = current ? text : undefined;
   // biome-ignore lint/correctness/useExhaustiveDependencies: the status is compared by content (savingKey)
   const server = useMemo(
-    () => (live || refused ? roomSaveView(saving, text, refused) : undefined),
-    [live, savingKey, text, refused],
+    () => (live || refused ? roomSaveView(saving, shown, refused) : undefined),
+    [live, savingKey, shown, refused],
   );
   if (room?.closed)
     return (
@@ -80,7 +118,7 @@ function SaveState() {
         {server.label}
       </span>
     );
-  const saved = drafts.isSaved(text);
+  const saved = current && drafts.isSaved(text);
   return (
     <span
       className={`sb-save-state${saved ? '' : ' sb-unsaved'}`}
@@ -273,7 +311,13 @@ export function App(props: Omit<EditorServices, 'toast'>) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const off = store.onDocChange(() => {
       clearTimeout(timer);
-      timer = setTimeout(() => drafts.save(store.serialize()), 300);
+      timer = setTimeout(
+        () =>
+          void store.settledText().then((text) => {
+            if (text !== undefined) drafts.save(text);
+          }),
+        300,
+      );
     });
     const flush = () => drafts.save(store.serialize());
     window.addEventListener('pagehide', flush);
@@ -328,7 +372,9 @@ export function App(props: Omit<EditorServices, 'toast'>) {
                   </button>
                 )}
                 {props.runs && sel.nodes.length === 1 && sel.edges.length === 0 && (
-                  <TracePanel runs={props.runs} nodeId={sel.nodes[0]!} />
+                  <Suspense fallback={null}>
+                    <TracePanel runs={props.runs} nodeId={sel.nodes[0]!} />
+                  </Suspense>
                 )}
                 {sideOpen && <Inspector />}
               </aside>

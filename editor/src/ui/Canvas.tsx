@@ -13,7 +13,15 @@ import {
   useNodesInitialized,
   useReactFlow,
 } from '@xyflow/react';
-import { type DragEvent, useCallback, useEffect, useRef, useState, useSyncExternalStore } from 'react';
+import {
+  type DragEvent,
+  type MouseEvent as ReactMouseEvent,
+  useCallback,
+  useEffect,
+  useRef,
+  useState,
+  useSyncExternalStore,
+} from 'react';
 import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { openText } from './actions.js';
 import { ContextMenu, type MenuTarget } from './ContextMenu.js';
@@ -21,10 +29,20 @@ import { useEditor } from './context.js';
 import { edgeTypes } from './edges.js';
 import { nodeTypes } from './nodes.js';
 import { PresenceLayer } from './PresenceLayer.js';
-import { fitLegibly, MINIMAP, type MinimapCorner, minimapCorner } from './viewFit.js';
+import { fitLegibly, MINIMAP, type MinimapCorner, minimapCorner, VIRTUALIZE_ABOVE } from './viewFit.js';
 
 export const KIND_MIME = 'application/x-switchboard-kind';
 const SNAP: [number, number] = [16, 16];
+const PRO_OPTIONS = { hideAttribution: true };
+const MINIMAP_STYLE = { width: MINIMAP.width, height: MINIMAP.height };
+
+// React Flow copies each of its props into its store when the prop's identity changes, and every
+// copy wakes every node's and edge's store subscription: on a large flow the props given here
+// keep their identity from one render to the next.
+const onDragOver = (e: DragEvent) => {
+  e.preventDefault();
+  e.dataTransfer.dropEffect = 'copy';
+};
 
 /** While a connection is dragged over a handle it may not join, says why. */
 function ConnectionHint() {
@@ -96,6 +114,9 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
   // been measured, at a zoom where its titles stay readable.
   const fitPending = useRef(true);
   const initialized = useNodesInitialized();
+  // A large flow renders only the nodes in view: the others are never measured, so React Flow
+  // never calls it initialized; their estimated sizes are enough to fit (viewFit.allMeasured).
+  const virtualize = nodes.length > VIRTUALIZE_ABOVE;
   useEffect(
     () =>
       store.onLoad(() => {
@@ -104,20 +125,24 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
     [store],
   );
   useEffect(() => {
-    if (!fitPending.current || !initialized || nodes.length === 0) return;
+    if (!fitPending.current || !(initialized || virtualize) || nodes.length === 0) return;
     fitPending.current = false;
     // Nodes of a freshly loaded document may still wait for their sizes: try again next frame.
     let frame = 0;
     let tries = 0;
     const attempt = () => {
       void fitLegibly(rf).then((fit) => {
-        if (fit) setCorner(minimapCorner(rf, fit));
-        else if (tries++ < 60) frame = requestAnimationFrame(attempt);
+        if (fit) {
+          setCorner(minimapCorner(rf, fit));
+          // Counted for the benchmark and browser tests: the open is over once the view is fitted.
+          const el = box.current;
+          if (el) el.dataset.fits = String(Number(el.dataset.fits ?? 0) + 1);
+        } else if (tries++ < 60) frame = requestAnimationFrame(attempt);
       });
     };
     attempt();
     return () => cancelAnimationFrame(frame);
-  }, [initialized, nodes, rf]);
+  }, [initialized, virtualize, nodes, rf]);
   // Rendering aids that touch no React state: while the view moves, the viewport is its own
   // compositor layer (panning moves pixels instead of repainting every node); zoomed far out,
   // handles and detail lines are hidden (they are too small to use and cost paint per node).
@@ -168,6 +193,46 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
     [store, toast],
   );
 
+  const onConnect = useCallback(
+    (c: { source: string; sourceHandle: string | null; target: string; targetHandle: string | null }) => {
+      const r = store.connect(c.source, c.sourceHandle, c.target, c.targetHandle);
+      if ('reason' in r) toast(`Connection refused: ${r.reason}`, 'error', 'connection-refusal');
+    },
+    [store, toast],
+  );
+  const isValidConnection = useCallback(
+    (c: { source: string; sourceHandle?: string | null; target: string; targetHandle?: string | null }) =>
+      store.judge(c.source, c.sourceHandle, c.target, c.targetHandle).ok,
+    [store],
+  );
+  const onInit = useCallback(
+    (inst: { getViewport(): { x: number; y: number; zoom: number } }) => onMoveEnd(null, inst.getViewport()),
+    [onMoveEnd],
+  );
+  const onNodeDragStop = useCallback(
+    (_e: unknown, _n: unknown, dragged: SbNode[]) => store.commitDrag(dragged.map((d) => d.id)),
+    [store],
+  );
+  const onNodeContextMenu = useCallback(
+    (e: ReactMouseEvent, n: SbNode) => openMenu('node', n.id, e),
+    [openMenu],
+  );
+  const onEdgeContextMenu = useCallback(
+    (e: ReactMouseEvent, edge: SbEdge) => openMenu('edge', edge.id, e),
+    [openMenu],
+  );
+  const onPaneContextMenu = useCallback(
+    (e: ReactMouseEvent | MouseEvent) => {
+      e.preventDefault();
+      closeMenu();
+    },
+    [closeMenu],
+  );
+  const onMoveStartAll = useCallback(() => {
+    onMoveStart();
+    closeMenu();
+  }, [onMoveStart, closeMenu]);
+
   return (
     <div className="sb-canvas" data-testid="canvas" ref={box}>
       <ReactFlow<SbNode, SbEdge>
@@ -177,38 +242,27 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
         edgeTypes={edgeTypes}
         onNodesChange={store.applyNodeChanges}
         onEdgesChange={store.applyEdgeChanges}
-        onConnect={(c) => {
-          const r = store.connect(c.source, c.sourceHandle, c.target, c.targetHandle);
-          if ('reason' in r) toast(`Connection refused: ${r.reason}`, 'error', 'connection-refusal');
-        }}
-        isValidConnection={(c) => store.judge(c.source, c.sourceHandle, c.target, c.targetHandle).ok}
+        onConnect={onConnect}
+        isValidConnection={isValidConnection}
         onConnectEnd={onConnectEnd}
         onMoveEnd={onMoveEnd}
-        onInit={(inst) => onMoveEnd(null, inst.getViewport())}
-        onDragOver={(e) => {
-          e.preventDefault();
-          e.dataTransfer.dropEffect = 'copy';
-        }}
+        onInit={onInit}
+        onDragOver={onDragOver}
         onDrop={onDrop}
-        onNodeDragStop={(_e, _n, dragged) => store.commitDrag(dragged.map((d) => d.id))}
-        onNodeContextMenu={(e, n) => openMenu('node', n.id, e)}
-        onEdgeContextMenu={(e, edge) => openMenu('edge', edge.id, e)}
-        onPaneContextMenu={(e) => {
-          e.preventDefault();
-          closeMenu();
-        }}
-        onMoveStart={() => {
-          onMoveStart();
-          closeMenu();
-        }}
+        onNodeDragStop={onNodeDragStop}
+        onNodeContextMenu={onNodeContextMenu}
+        onEdgeContextMenu={onEdgeContextMenu}
+        onPaneContextMenu={onPaneContextMenu}
+        onMoveStart={onMoveStartAll}
         deleteKeyCode={null}
         selectionKeyCode="Shift"
         multiSelectionKeyCode={['Meta', 'Control']}
+        onlyRenderVisibleElements={virtualize}
         snapToGrid
         snapGrid={SNAP}
         minZoom={0.05}
         colorMode={colorMode}
-        proOptions={{ hideAttribution: true }}
+        proOptions={PRO_OPTIONS}
         aria-label="Flow canvas"
       >
         <Background variant={BackgroundVariant.Dots} gap={16} />
@@ -217,7 +271,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
             pannable
             zoomable
             position={corner}
-            style={{ width: MINIMAP.width, height: MINIMAP.height }}
+            style={MINIMAP_STYLE}
             nodeColor={minimapColor}
             ariaLabel="Mini map"
           />

@@ -2,7 +2,7 @@
  * Flow settings: name, description, models, MCP servers and budgets. A secret can only be an
  * `${env:NAME}` reference: anything else typed into a secret field is refused and never stored.
  */
-import { Budgets, type McpServerConfigT, type ModelConfigT, setOwn } from '@switchboard/schemas';
+import { Budgets, type McpServerConfigT, type ModelConfigT, setOwn } from '@switchboard/schemas/core';
 import { useId, useState } from 'react';
 import type { JsonSchema } from '../model/schemaForm.js';
 import { useDocVersion, useEditor } from './context.js';
@@ -18,7 +18,7 @@ const NO_REFS: RefChoices = {
   modelRefs: new Set(),
   serverRefs: new Set(),
   nodeRefs: new Set(),
-  routes: [],
+  routes: () => [],
   routeRefs: [],
 };
 

@@ -2,21 +2,24 @@
  * The right-hand panel: the selected node's or edge's form, generated from its schema, or the
  * flow's settings when nothing is selected.
  */
-import { DEFAULT_DECIDER_ROUTES, EDGE_CONFIG_SCHEMAS, type FlowEdgeT } from '@switchboard/schemas';
-import { useId, useSyncExternalStore } from 'react';
+import { DEFAULT_DECIDER_ROUTES, EDGE_CONFIG_SCHEMAS, type FlowEdgeT } from '@switchboard/schemas/core';
+import { lazy, Suspense, useId, useSyncExternalStore } from 'react';
 import { edgeCaption } from '../model/captions.js';
 import { routeChoices } from '../model/routes.js';
 import type { JsonSchema } from '../model/schemaForm.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { useDocVersion, useEditor } from './context.js';
-import { FlowSettings } from './FlowSettings.js';
 import { JsonEditor } from './fields.js';
 import { type RefChoices, SchemaForm } from './SchemaForm.js';
+
+// Loaded when the flow settings are first opened.
+const FlowSettings = lazy(() => import('./FlowSettings.js').then((m) => ({ default: m.FlowSettings })));
 
 function useSelection(store: EditorStore) {
   return useSyncExternalStore(store.subscribe, store.getSelection);
 }
 
+/** Names a field may refer to; reads the flow's tables, and its nodes only for kinds that refer to nodes. */
 function refChoices(
   store: EditorStore,
   kind:
@@ -30,21 +33,25 @@ function refChoices(
     | undefined,
   nodeId?: string,
 ): RefChoices {
-  const flow = store.toFlow();
+  const keys = (v: unknown) => (v && typeof v === 'object' ? Object.keys(v) : []);
+  const nodes = kind?.nodeRefs?.length
+    ? store.nodeIds().map((id) => {
+        const name = store.displayName(id);
+        return { id, label: id === name ? id : `${name} (${id})` };
+      })
+    : [];
   const routeRefs = kind?.routeRefs ?? (kind?.role === 'decider' ? DEFAULT_DECIDER_ROUTES : []);
   return {
-    models: Object.keys(flow.models ?? {}),
-    servers: Object.keys(flow.mcpServers ?? {}),
-    nodes: flow.nodes.map((n) => ({
-      id: n.id,
-      label: n.id === store.displayName(n.id) ? n.id : `${store.displayName(n.id)} (${n.id})`,
-    })),
+    models: keys(store.meta('models')),
+    servers: keys(store.meta('mcpServers')),
+    nodes,
     modelRefs: new Set(kind?.modelRefs ?? []),
     serverRefs: new Set(kind?.serverRefs ?? []),
     nodeRefs: new Set(kind?.nodeRefs ?? []),
-    routes:
+    // Read when a route field is drawn: most forms have none, and typing elsewhere never pays for it.
+    routes: () =>
       nodeId !== undefined && routeRefs.length > 0
-        ? routeChoices(flow, nodeId, (n) => store.displayName(n))
+        ? routeChoices(store.flowView(), nodeId, (n) => store.displayName(n))
         : [],
     routeRefs,
   };
@@ -195,5 +202,9 @@ export function Inspector() {
         </p>
       </section>
     );
-  return <FlowSettings />;
+  return (
+    <Suspense fallback={null}>
+      <FlowSettings />
+    </Suspense>
+  );
 }

@@ -21,7 +21,7 @@ export interface RefChoices {
   serverRefs: ReadonlySet<string>;
   nodeRefs: ReadonlySet<string>;
   /** Edges this node can route to, for its route fields (`rules.*.to`, `default`). */
-  routes: RouteChoice[];
+  routes: () => RouteChoice[];
   /** Patterns of the config paths that are route fields (`*` for a list index). */
   routeRefs: readonly string[];
 }
@@ -111,7 +111,7 @@ export function Field(props: {
     return (
       <RouteField
         {...{ label, value, required, onChange, testid, help }}
-        options={refs.routes}
+        options={refs.routes()}
         multiple={Array.isArray(schema.anyOf) && schema.anyOf.some((a) => a.type === 'array')}
       />
     );

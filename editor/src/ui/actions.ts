@@ -1,5 +1,5 @@
 /** What toolbar buttons and shortcuts do: open, export, copy, save, lay out, start anew. */
-import { type Flow, parseFlowText } from '@switchboard/schemas';
+import { type Flow, parseFlowText } from '@switchboard/schemas/core';
 import { isPlainObject, UnrepresentableFlowError } from '../model/flowDoc.js';
 import { autoLayout } from '../model/layout.js';
 import type { EditorServices } from './context.js';

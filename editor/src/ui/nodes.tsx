@@ -160,8 +160,14 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
   );
 }
 
+/** The node's content as it is now: typing in the inspector changes it without a new React Flow node. */
+function useContent(id: string, data: SbNode['data']): SbNode['data'] {
+  const { store } = useEditor();
+  return useKeyed(store.content, id) ?? data;
+}
+
 export const KindNode = memo(function KindNode({ id, data }: NodeProps<SbNode>) {
-  return <Face id={id} data={data} group={false} />;
+  return <Face id={id} data={useContent(id, data)} group={false} />;
 });
 
 export const TeamNode = memo(function TeamNode({ id, data, selected }: NodeProps<SbNode>) {
@@ -174,7 +180,7 @@ export const TeamNode = memo(function TeamNode({ id, data, selected }: NodeProps
         minHeight={120}
         onResizeEnd={(_e, box) => store.commitResize(id, box)}
       />
-      <Face id={id} data={data} group />
+      <Face id={id} data={useContent(id, data)} group />
     </>
   );
 });

@@ -21,16 +21,27 @@ export function startRect(rf: Rf): Rect | undefined {
   return {
     x: n.internals.positionAbsolute.x,
     y: n.internals.positionAbsolute.y,
-    width: n.measured.width ?? 0,
-    height: n.measured.height ?? 0,
+    width: n.measured.width ?? n.initialWidth ?? 0,
+    height: n.measured.height ?? n.initialHeight ?? 0,
   };
 }
 
-/** Whether every node has its size measured (right after a load, some may not yet). */
+/**
+ * Above this many nodes the canvas renders only the nodes in view; the others keep the size the
+ * store estimated for them (store/estimates.ts) until they are scrolled into view.
+ */
+export const VIRTUALIZE_ABOVE = 200;
+
+/**
+ * Whether every node has its size measured (right after a load, some may not yet); on a flow
+ * large enough to render only what is in view, an estimated size counts.
+ */
 export function allMeasured(rf: Rf): boolean {
-  return rf.getNodes().every((n) => {
+  const nodes = rf.getNodes();
+  const estimatesOk = nodes.length > VIRTUALIZE_ABOVE;
+  return nodes.every((n) => {
     const m = rf.getInternalNode(n.id)?.measured;
-    return !!m?.width && !!m.height;
+    return (!!m?.width && !!m.height) || (estimatesOk && !!n.initialWidth && !!n.initialHeight);
   });
 }
 
