@@ -83,8 +83,9 @@ export class Run implements RunCore, Stopper {
   readonly checkpoints: Checkpoints;
   readonly conversation: Conversation;
   readonly models: ModelCalls;
-  readonly tools: Tools;
-  readonly acp: AcpProcesses;
+  // Made on first use: most runs have no tools, delegations or ACP agents.
+  private toolsOf: Tools | undefined;
+  private acpOf: AcpProcesses | undefined;
 
   constructor(
     readonly flow: Flow,
@@ -124,10 +125,6 @@ export class Run implements RunCore, Stopper {
     this.human = new HumanInput(this, save, cp?.answers);
     this.conversation = new Conversation(this, options.resume !== undefined);
     this.models = new ModelCalls(this, this.control, this.limits, cp?.providers);
-    this.acp = new AcpProcesses(this);
-    const parts = { control: this.control, limits: this.limits, conversation: this.conversation };
-    const delegation = new Delegation(this, this, parts);
-    this.tools = new Tools(this, { ...parts, human: this.human, delegation });
     const host = options.signal;
     if (host) {
       if (host.aborted) queueMicrotask(() => this.cancel('aborted by the host'));
@@ -138,6 +135,20 @@ export class Run implements RunCore, Stopper {
         this.unlisten = () => host.removeEventListener('abort', onAbort);
       }
     }
+  }
+
+  get tools(): Tools {
+    if (this.toolsOf === undefined) {
+      const parts = { control: this.control, limits: this.limits, conversation: this.conversation };
+      const delegation = new Delegation(this, this, parts);
+      this.toolsOf = new Tools(this, { ...parts, human: this.human, delegation });
+    }
+    return this.toolsOf;
+  }
+
+  get acp(): AcpProcesses {
+    this.acpOf ??= new AcpProcesses(this);
+    return this.acpOf;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -214,7 +225,7 @@ export class Run implements RunCore, Stopper {
     this.control.release();
     const release = this.options.tools?.release(this.runId);
     if (release) release.catch(() => {});
-    this.acp.closeAll();
+    this.acpOf?.closeAll();
     this.unlisten?.();
     this.done(r);
   }

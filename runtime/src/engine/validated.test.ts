@@ -78,3 +78,43 @@ describe('validation once per flow object', () => {
     expect(trace(events)).toContain('node.started@b');
   });
 });
+
+describe('validation once per flow object: deep-frozen flows', () => {
+  function deepFreeze<T>(v: T): T {
+    if (v !== null && typeof v === 'object') {
+      for (const x of Object.values(v)) deepFreeze(x);
+      Object.freeze(v);
+    }
+    return v;
+  }
+
+  it('a deep-frozen flow is validated once and then trusted without a fingerprint', () => {
+    const f = deepFreeze(chain(3));
+    const { check, calls } = counting();
+    expect(validateOnce(check, f).ok).toBe(true);
+    // From here on nothing is stringified: no fingerprint is taken of a flow that cannot change.
+    const stringify = JSON.stringify;
+    let stringified = 0;
+    JSON.stringify = ((...a: Parameters<typeof stringify>) => {
+      stringified++;
+      return stringify(...a);
+    }) as typeof JSON.stringify;
+    try {
+      for (let i = 0; i < 4; i++) expect(validateOnce(check, f).ok).toBe(true);
+    } finally {
+      JSON.stringify = stringify;
+    }
+    expect(calls()).toBe(1);
+    expect(stringified).toBe(0);
+  });
+
+  it('a flow frozen only at the top is fingerprinted: a change inside is seen', () => {
+    const f = chain(2);
+    Object.freeze(f);
+    const { check, calls } = counting();
+    expect(validateOnce(check, f).ok).toBe(true);
+    f.edges.push(edge('a2', 'nowhere'));
+    expect(validateOnce(check, f).ok).toBe(false);
+    expect(calls()).toBe(2);
+  });
+});

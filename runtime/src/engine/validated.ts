@@ -9,7 +9,9 @@
  * would make such a caller throw (or, in sloppy code, silently run the old flow), so the engine
  * does not freeze what it is handed; it keeps a structural fingerprint (the flow's JSON) beside
  * the result and validates again when it differs. The fingerprint is one JSON.stringify per
- * validated run, about a tenth of a validation, and a changed flow also drops its compiled graph.
+ * validated run (a chain of 100: ~0.5 µs per step, against ~20 µs for validating it), and a
+ * changed flow also drops its compiled graph. A flow the caller deep-froze cannot change: it is
+ * recognised as such when first validated and later runs skip the fingerprint too.
  * Runs with `validate: false` take the flow as the caller's promise and compute nothing.
  */
 import type { KindRegistry } from '@switchboard/nodes/core';
@@ -20,13 +22,28 @@ import { forgetCompiled } from './graph.js';
 export type Validator = (doc: unknown, options?: { kinds?: KindRegistry }) => ValidationResult;
 
 interface Checked {
+  /** The flow's JSON, or FROZEN for a deep-frozen flow (it cannot change). */
   fingerprint: string;
   /** Passing results by registry (the default registry under DEFAULT). */
   results: WeakMap<object, ValidationResult>;
 }
 
 const DEFAULT = {};
+/** No object's JSON is empty. */
+const FROZEN = '';
 const checked = new WeakMap<object, Checked>();
+
+/** Whether `doc` and everything in it is frozen (then nothing about it can ever change). */
+function deepFrozen(doc: object): boolean {
+  const stack: unknown[] = [doc];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (!Object.isFrozen(v)) return false;
+    for (const x of Object.values(v)) stack.push(x);
+  }
+  return true;
+}
 
 function fingerprintOf(doc: object): string | undefined {
   try {
@@ -44,25 +61,30 @@ function fingerprintOf(doc: object): string | undefined {
 export function validateOnce(check: Validator, doc: unknown, registry?: KindRegistry): ValidationResult {
   const run = () => (registry ? check(doc, { kinds: registry }) : check(doc));
   if (typeof doc !== 'object' || doc === null) return run();
-  const fingerprint = fingerprintOf(doc);
-  if (fingerprint === undefined) return run();
-  let entry = checked.get(doc);
-  if (entry !== undefined && entry.fingerprint !== fingerprint) {
-    // Changed since it was last checked: nothing known of it holds.
-    checked.delete(doc);
-    forgetCompiled(doc as never);
-    entry = undefined;
-  }
   const key = registry ?? DEFAULT;
-  const known = entry?.results.get(key);
-  if (known) return known;
-  const v = run();
-  if (v.ok) {
-    if (entry === undefined) {
-      entry = { fingerprint, results: new WeakMap() };
-      checked.set(doc, entry);
+  let entry = checked.get(doc);
+  let fingerprint: string | undefined;
+  if (entry !== undefined) {
+    // A deep-frozen flow is still the one checked; any other is compared with its fingerprint.
+    if (entry.fingerprint !== FROZEN) fingerprint = fingerprintOf(doc);
+    if (entry.fingerprint === FROZEN || fingerprint === entry.fingerprint) {
+      const known = entry.results.get(key);
+      if (known) return known;
+    } else {
+      // Changed since it was last checked: nothing known of it holds.
+      checked.delete(doc);
+      forgetCompiled(doc as never);
+      entry = undefined;
     }
-    entry.results.set(key, v);
   }
+  const v = run();
+  if (!v.ok) return v;
+  if (entry === undefined) {
+    fingerprint = deepFrozen(doc) ? FROZEN : (fingerprint ?? fingerprintOf(doc));
+    if (fingerprint === undefined) return v;
+    entry = { fingerprint, results: new WeakMap() };
+    checked.set(doc, entry);
+  }
+  entry.results.set(key, v);
   return v;
 }
