@@ -152,7 +152,7 @@ if (want('v')) {
   };
   results.v = v;
   report.push(
-    `(v) repeated runs of one flow object, CPU µs/step: validate off ${fmt(v.unvalidatedUs)}; on ${fmt(v.validatedUs)}: ratio ${fmt(v.ratio)} (validated once, then a JSON fingerprint per run); on, deep-frozen flow ${fmt(v.frozenUs)}: ratio ${fmt(v.frozenRatio)} (goal ≈ 1)`,
+    `(v) repeated runs of one flow object, CPU µs/step: validate off ${fmt(v.unvalidatedUs)}; on ${fmt(v.validatedUs)}: ratio ${fmt(v.ratio)} (validated once, then its fingerprint compared per run); on, deep-frozen flow ${fmt(v.frozenUs)}: ratio ${fmt(v.frozenRatio)} (goal ≈ 1)`,
     `    validating the chain costs ${fmt(v.validateOnceUsPerStep)} µs per step of it (the first run of a flow object pays it; later runs pay its fingerprint)`,
   );
 }
