@@ -54,15 +54,25 @@ const report = [];
 
 const N = 100;
 const flow100 = chain(N, { memory: 'thread' });
-const sbRun = (validate) => async () => {
-  const r = await rt.runFlow(flow100, 'go', {
-    validate,
-    budgets: { maxSteps: N * 4 + 10 },
-    onEvent: listener,
-    models: { default: scripted() },
-  }).result;
-  if (r.status !== 'completed') throw new Error(JSON.stringify(r.error));
+const deepFreeze = (v) => {
+  if (v !== null && typeof v === 'object') {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
+  }
+  return v;
 };
+const frozen100 = deepFreeze(chain(N, { memory: 'thread' }));
+const sbRun =
+  (validate, f = flow100) =>
+  async () => {
+    const r = await rt.runFlow(f, 'go', {
+      validate,
+      budgets: { maxSteps: N * 4 + 10 },
+      onEvent: listener,
+      models: { default: scripted() },
+    }).result;
+    if (r.status !== 'completed') throw new Error(JSON.stringify(r.error));
+  };
 
 async function bareAsync(n) {
   const step = async (v) => v + 1;
@@ -106,6 +116,7 @@ if (want('a')) {
 if (want('v')) {
   const on = sbRun(true);
   const off = sbRun(false);
+  const frozenOn = sbRun(true, frozen100);
   // The first validated run of this flow object pays for validation (and loads the validator).
   const c0 = cpuUs();
   await on();
@@ -113,12 +124,15 @@ if (want('v')) {
   for (let i = 0; i < 20; i++) {
     await on();
     await off();
+    await frozenOn();
   }
   const w = [];
   const o = [];
+  const z = [];
   for (let i = 0; i < ROUNDS; i++) {
     w.push(await perStep(on, 100, N));
     o.push(await perStep(off, 100, N));
+    z.push(await perStep(frozenOn, 100, N));
   }
   // The cost of validating one chain of 100 (a fresh object each time: no cache to hit).
   const check = (await import('@switchboard/nodes')).validate;
@@ -132,11 +146,13 @@ if (want('v')) {
     validatedUs: median(w),
     unvalidatedUs: median(o),
     ratio: median(w.map((x, i) => x / o[i])),
+    frozenUs: median(z),
+    frozenRatio: median(z.map((x, i) => x / o[i])),
     validateOnceUsPerStep: validateUs / N,
   };
   results.v = v;
   report.push(
-    `(v) repeated runs of one flow object, CPU µs/step: validate on ${fmt(v.validatedUs)}, off ${fmt(v.unvalidatedUs)}: ratio ${fmt(v.ratio)} (goal ≈ 1: validated once per flow object)`,
+    `(v) repeated runs of one flow object, CPU µs/step: validate off ${fmt(v.unvalidatedUs)}; on ${fmt(v.validatedUs)}: ratio ${fmt(v.ratio)} (validated once, then its fingerprint compared per run); on, deep-frozen flow ${fmt(v.frozenUs)}: ratio ${fmt(v.frozenRatio)} (goal ≈ 1)`,
     `    validating the chain costs ${fmt(v.validateOnceUsPerStep)} µs per step of it (the first run of a flow object pays it; later runs pay its fingerprint)`,
   );
 }

@@ -4,7 +4,7 @@
 // and to LangGraph / Rivet in the same run, because this machine's noise between processes is
 // up to 2x. Results are printed as a table and written to results.json next to this file.
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -156,6 +156,30 @@ if (want('f')) {
   gate('f', 'import vs LangGraph', sb.importMs / lg.importMs, 0.25, sb.importMs / lg.importMs <= 0.25);
 }
 
+if (want('q')) {
+  // The quick profile's in-process figures (quick.mjs): per step against raw async measured in
+  // one process (CPU time, interleaved rounds), and repeated validated runs of one flow object.
+  process.stderr.write('(q) in one process: chain of 100 vs raw async; validated runs of one flow object\n');
+  const r = spawnSync(process.execPath, ['--expose-gc', join(here, 'quick.mjs'), 'a', 'v'], {
+    cwd: here,
+    encoding: 'utf8',
+    timeout: 600_000,
+  });
+  process.stderr.write(r.stdout ?? '');
+  let q;
+  try {
+    q = JSON.parse(readFileSync(join(here, 'quick-results.json'), 'utf8')).results;
+  } catch {
+    q = undefined;
+  }
+  results.q = q ?? { error: `quick.mjs: ${r.signal ?? `exit ${r.status}`}` };
+  if (q?.a) gate('q', 'per step vs raw chain, one process (CPU)', q.a.vsRaw, 10, q.a.vsRaw <= 10);
+  if (q?.v) {
+    gate('q', 'validated / unvalidated runs of one flow object', q.v.ratio, 1.3, q.v.ratio <= 1.3);
+    gate('q', 'the same, deep-frozen flow', q.v.frozenRatio, 1.1, q.v.frozenRatio <= 1.1);
+  }
+}
+
 const lines = [];
 const row = (...c) => lines.push(c.join(' | '));
 row('case', 'switchboard', 'raw', 'langgraph', 'rivet');
@@ -194,6 +218,14 @@ if (r.e)
     '',
   );
 if (r.f) row('(f) import ms', fmt(r.f.switchboard.importMs, 1), '', fmt(r.f.langgraph.importMs, 1), '');
+if (r.q?.a)
+  row(
+    '(q) CPU µs/step in one process, chain 100',
+    fmt(r.q.a.switchboardUs),
+    `${fmt(r.q.a.rawUs)} (bare async ${fmt(r.q.a.bareAsyncUs, 3)})`,
+    '',
+    '',
+  );
 lines.push('');
 for (const g of gates)
   lines.push(`${g.pass ? 'PASS' : 'FAIL'} (${g.id}) ${g.what}: ${fmt(g.value, 3)} (limit ${g.limit})`);

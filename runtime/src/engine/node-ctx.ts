@@ -28,6 +28,8 @@ import type { GNode } from './graph.js';
 import type { Run } from './run.js';
 import { type Cursor, rootScope, type Scope } from './state.js';
 
+const NO_TOOLS: Promise<readonly ToolPort[]> = Promise.resolve([]);
+
 /** The last message as conditions see it, with `json` parsed on first read. */
 class LastView {
   readonly content: string;
@@ -186,7 +188,8 @@ export class NodeCtx implements NodeContext {
     return new BoundModel(this.engine, this, name ?? 'default');
   }
   tools(): Promise<readonly ToolPort[]> {
-    return this.engine.tools.forNode(this);
+    // Most agents of a chain have no tools: their run makes no tool table at all.
+    return this.noTools ? NO_TOOLS : this.engine.tools.forNode(this);
   }
   ask(question: string, options?: string[]): Promise<string> {
     const t = this.node.config.timeoutMs;

@@ -32,6 +32,8 @@ export interface RequestContext {
   model: string;
 }
 
+const NO_REDACTIONS: Set<string> = new Set<string>();
+
 const PARAM_KEYS = ['temperature', 'maxTokens', 'timeoutMs', 'maxRetries'] as const;
 
 function hash(text: string): string {
@@ -94,7 +96,8 @@ export class RequestRecorder {
     if (desc.provider !== undefined) e.provider = desc.provider;
     if (desc.modelId !== undefined) e.modelId = desc.modelId;
     if (desc.params !== undefined) e.params = desc.params;
-    const redacted = new Set<string>();
+    // Filled only by redact(), which runs only when the flow names secrets.
+    const redacted = this.secrets.length > 0 ? new Set<string>() : NO_REDACTIONS;
     if (call.tools && call.tools.length > 0) e.tools = call.tools.map((t) => this.tool(t, redacted));
     if (call.jsonSchema) {
       const text = JSON.stringify(call.jsonSchema.schema);
@@ -177,10 +180,10 @@ export class RequestRecorder {
   ): { s: Sent; from: number; at: number; n: number } | undefined {
     let best: { s: Sent; from: number; at: number; n: number } | undefined;
     const at = messages.length > 0 && messages[0]!.role === 'system' ? 1 : 0;
-    const candidates = [this.byNode.get(nodeId), this.last];
-    for (let c = 0; c < candidates.length; c++) {
-      const s = candidates[c];
-      if (!s || (c === 1 && s === candidates[0])) continue;
+    const own = this.byNode.get(nodeId);
+    for (let c = 0; c < 2; c++) {
+      const s = c === 0 ? own : this.last;
+      if (!s || (c === 1 && s === own)) continue;
       const from = s.length > 0 && s.messages[0]!.role === 'system' ? 1 : 0;
       let n = 0;
       while (

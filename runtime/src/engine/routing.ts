@@ -1,14 +1,15 @@
 /**
  * Where control goes after a node: the edges it chose (or the default ones), the handover
- * protocol along each edge (context floors, briefings), parallel forks, a node's failure, and
- * moving the cursor into and out of team scopes (teams.ts has what a team does).
+ * protocol along each edge (context floors, briefings), parallel forks and their join, the
+ * candidates a node chooses from, a node's failure, and moving the cursor into and out of team
+ * scopes (teams.ts has what a team does).
  */
-import { getPath, renderTemplate } from '@switchboard/nodes/core';
+import { type Candidate, firstAfter, getPath, type Message, renderTemplate } from '@switchboard/nodes/core';
 import type { EventError } from '@switchboard/schemas';
 import { dict } from '@switchboard/schemas/core';
 import type { Ctx, Outcome } from './context.js';
 import { RunFailure } from './errors.js';
-import { type GEdge, type GNode, joinNode } from './graph.js';
+import { type GEdge, type GNode, type Graph, joinNode } from './graph.js';
 import { edgesWithoutHandover } from './handover-policy.js';
 import type { Run } from './run.js';
 import type { Cursor } from './state.js';
@@ -196,4 +197,68 @@ export function moveTo(run: Run, cx: Ctx, cur: Cursor, target: string): Promise<
     return undefined;
   }
   return enterTeams(run, cx, cur, node, startAt, target);
+}
+
+/** Runs a cursor's parallel branches to their join and merges their results, in edge order. */
+export async function runFork(run: Run, cx: Ctx, cur: Cursor): Promise<void> {
+  const fork = cur.fork!;
+  run.allowManyListeners();
+  await Promise.all(fork.branches.map((b) => (b.done ? undefined : run.drive(cx, b))));
+  // Merge in branch (edge) order, whatever order they finished in.
+  const d = cx.data;
+  const parts: string[] = [];
+  const values: unknown[] = [];
+  for (const b of fork.branches) {
+    // Seqs are increasing: a search, not a scan per branch (100 branches, hundreds of messages).
+    const at = b.lastSeq !== undefined ? d.transcript[firstAfter(d.transcript, b.lastSeq - 1)] : undefined;
+    const m = at !== undefined && at.seq === b.lastSeq ? at : undefined;
+    values.push(m ? (m.json ?? m.content) : null);
+    parts.push(m ? `[${m.author}] ${m.content}` : '[no result]');
+  }
+  cur.fork = undefined;
+  cur.at = fork.join;
+  const merged: Omit<Message, 'seq'> = {
+    role: 'user',
+    author: fork.origin,
+    content: parts.join('\n\n'),
+    json: values,
+  };
+  if (fork.join !== null) merged.to = fork.join;
+  const m = run.conversation.append(cx, merged, fork.origin);
+  cur.lastSeq = m.seq;
+  if (fork.join !== null)
+    run.conversation.addInbox(cx, fork.join, {
+      kind: 'briefing',
+      text: `Results of the parallel branches:\n\n${merged.content}`,
+      from: fork.origin,
+    });
+}
+
+/** The edges a node may choose from, as behaviours see them (built once per compiled flow). */
+export function candidatesFor(graph: Graph, cur: Cursor, node: GNode): Candidate[] {
+  const scope = cur.scopes[cur.scopes.length - 1]!;
+  let edges: GEdge[] = node.out;
+  if (scope.mode === 'fsm' && scope.team !== null && node.role === 'decider' && scope.state !== undefined) {
+    const team = graph.nodes.get(scope.team)!;
+    if (team.config.decider === node.id) edges = graph.nodes.get(scope.state)?.out ?? [];
+  }
+  // Candidates depend only on the edges, so each node's list is built once per compiled flow.
+  const owner = edges === node.out ? node : graph.nodes.get(edges[0]?.source ?? '');
+  if (!owner) return [];
+  let list = graph.candidates.get(owner.id);
+  if (!list) {
+    list = edges.map((e) => candidate(graph, e));
+    graph.candidates.set(owner.id, list);
+  }
+  return list;
+}
+
+function candidate(graph: Graph, e: GEdge): Candidate {
+  const t = graph.nodes.get(e.target)!;
+  const c: Candidate = { edgeId: e.id, target: e.target, label: e.label ?? t.label };
+  if (typeof t.config.role === 'string') c.role = t.config.role;
+  if (e.config.description !== undefined) c.description = e.config.description;
+  if (e.config.branch !== undefined) c.branch = e.config.branch;
+  if (e.config.escalation) c.escalation = true;
+  return c;
 }

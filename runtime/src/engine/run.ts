@@ -13,10 +13,8 @@
 
 import { setMaxListeners } from 'node:events';
 import {
-  type Candidate,
   defaultRegistry,
   type FlowBehavior,
-  firstAfter,
   type KindRegistry,
   type Message,
   NodeError,
@@ -43,14 +41,14 @@ import { errorInfo } from './error-info.js';
 import { Cancelled, RunFailure } from './errors.js';
 import type { EventQueue } from './event-queue.js';
 import { Emitter } from './events.js';
-import { compileFlow, type GEdge, type GNode, type Graph } from './graph.js';
+import { compileFlow, type GNode, type Graph } from './graph.js';
 import { HumanInput } from './human.js';
 import { grantMic } from './mic.js';
 import { ModelCalls } from './model-calls.js';
 import { Delegation } from './nested.js';
 import { NodeCtx } from './node-ctx.js';
 import { runGuards, runObservers } from './observers.js';
-import { onFailure, route } from './routing.js';
+import { candidatesFor, onFailure, route, runFork } from './routing.js';
 import { RunLimits, type Stopper } from './run-limits.js';
 import { Sampling } from './sampling.js';
 import { type CheckpointData, type Cursor, newRunData, restoreRunData, rootScope } from './state.js';
@@ -85,8 +83,9 @@ export class Run implements RunCore, Stopper {
   readonly checkpoints: Checkpoints;
   readonly conversation: Conversation;
   readonly models: ModelCalls;
-  readonly tools: Tools;
-  readonly acp: AcpProcesses;
+  // Made on first use: most runs have no tools, delegations or ACP agents.
+  private toolsOf: Tools | undefined;
+  private acpOf: AcpProcesses | undefined;
   /** Behaviours of pinned nodes (../pins/), when the run has pins. */
   private readonly pinned: Map<string, FlowBehavior> | undefined;
 
@@ -129,15 +128,6 @@ export class Run implements RunCore, Stopper {
     this.human = new HumanInput(this, save, cp?.answers);
     this.conversation = new Conversation(this, options.resume !== undefined);
     this.models = new ModelCalls(this, this.control, this.limits, cp?.providers);
-    this.acp = new AcpProcesses(this);
-    const parts = { control: this.control, limits: this.limits, conversation: this.conversation };
-    const delegation = new Delegation(this, this, parts);
-    this.tools = new Tools(this, {
-      ...parts,
-      human: this.human,
-      delegation,
-      sampling: new Sampling(this, this.models),
-    });
     const host = options.signal;
     if (host) {
       if (host.aborted) queueMicrotask(() => this.cancel('aborted by the host'));
@@ -148,6 +138,25 @@ export class Run implements RunCore, Stopper {
         this.unlisten = () => host.removeEventListener('abort', onAbort);
       }
     }
+  }
+
+  get tools(): Tools {
+    if (this.toolsOf === undefined) {
+      const parts = { control: this.control, limits: this.limits, conversation: this.conversation };
+      const delegation = new Delegation(this, this, parts);
+      this.toolsOf = new Tools(this, {
+        ...parts,
+        human: this.human,
+        delegation,
+        sampling: new Sampling(this, this.models),
+      });
+    }
+    return this.toolsOf;
+  }
+
+  get acp(): AcpProcesses {
+    this.acpOf ??= new AcpProcesses(this);
+    return this.acpOf;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -225,7 +234,7 @@ export class Run implements RunCore, Stopper {
     this.control.release();
     const release = this.options.tools?.release(this.runId);
     if (release) release.catch(() => {});
-    this.acp.closeAll();
+    this.acpOf?.closeAll();
     this.unlisten?.();
     this.done(r);
   }
@@ -328,7 +337,7 @@ export class Run implements RunCore, Stopper {
       const g = this.control.gate(cx);
       if (g) await g;
       if (cur.fork) {
-        await this.runFork(cx, cur);
+        await runFork(this, cx, cur);
         continue;
       }
       const scope = cur.scopes[cur.scopes.length - 1]!;
@@ -374,7 +383,7 @@ export class Run implements RunCore, Stopper {
         // every run (bench gate e).
         const beh = this.flowBehavior(node);
         const turn = this.beginNode(cx, node);
-        const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
+        const nc = new NodeCtx(this, cx, node, candidatesFor(this.graph, cur, node), cur);
         nc.turn = turn;
         let o: Outcome | undefined;
         let failed: Failed | undefined;
@@ -410,68 +419,6 @@ export class Run implements RunCore, Stopper {
       if (cp) await cp;
       this.control.stepped(node.role);
     }
-  }
-
-  private async runFork(cx: Ctx, cur: Cursor): Promise<void> {
-    const fork = cur.fork!;
-    this.allowManyListeners();
-    await Promise.all(fork.branches.map((b) => (b.done ? undefined : this.drive(cx, b))));
-    // Merge in branch (edge) order, whatever order they finished in.
-    const d = cx.data;
-    const parts: string[] = [];
-    const values: unknown[] = [];
-    for (const b of fork.branches) {
-      // Seqs are increasing: a search, not a scan per branch (100 branches, hundreds of messages).
-      const at = b.lastSeq !== undefined ? d.transcript[firstAfter(d.transcript, b.lastSeq - 1)] : undefined;
-      const m = at !== undefined && at.seq === b.lastSeq ? at : undefined;
-      values.push(m ? (m.json ?? m.content) : null);
-      parts.push(m ? `[${m.author}] ${m.content}` : '[no result]');
-    }
-    cur.fork = undefined;
-    cur.at = fork.join;
-    const merged: Omit<Message, 'seq'> = {
-      role: 'user',
-      author: fork.origin,
-      content: parts.join('\n\n'),
-      json: values,
-    };
-    if (fork.join !== null) merged.to = fork.join;
-    const m = this.conversation.append(cx, merged, fork.origin);
-    cur.lastSeq = m.seq;
-    if (fork.join !== null)
-      this.conversation.addInbox(cx, fork.join, {
-        kind: 'briefing',
-        text: `Results of the parallel branches:\n\n${merged.content}`,
-        from: fork.origin,
-      });
-  }
-
-  private candidatesFor(cur: Cursor, node: GNode): Candidate[] {
-    const scope = cur.scopes[cur.scopes.length - 1]!;
-    let edges: GEdge[] = node.out;
-    if (scope.mode === 'fsm' && scope.team !== null && node.role === 'decider' && scope.state !== undefined) {
-      const team = this.graph.nodes.get(scope.team)!;
-      if (team.config.decider === node.id) edges = this.graph.nodes.get(scope.state)?.out ?? [];
-    }
-    // Candidates depend only on the edges, so each node's list is built once per compiled flow.
-    const owner = edges === node.out ? node : this.graph.nodes.get(edges[0]?.source ?? '');
-    if (!owner) return [];
-    let list = this.graph.candidates.get(owner.id);
-    if (!list) {
-      list = edges.map((e) => this.candidate(e));
-      this.graph.candidates.set(owner.id, list);
-    }
-    return list;
-  }
-
-  private candidate(e: GEdge): Candidate {
-    const t = this.graph.nodes.get(e.target)!;
-    const c: Candidate = { edgeId: e.id, target: e.target, label: e.label ?? t.label };
-    if (typeof t.config.role === 'string') c.role = t.config.role;
-    if (e.config.description !== undefined) c.description = e.config.description;
-    if (e.config.branch !== undefined) c.branch = e.config.branch;
-    if (e.config.escalation) c.escalation = true;
-    return c;
   }
 
   /** The behaviour that runs a node on the control path. */
@@ -545,7 +492,7 @@ export class Run implements RunCore, Stopper {
     if (this.control.hasBreakpoint(node.id)) await this.control.breakAt(cx, node.id);
     const beh = this.flowBehavior(node);
     const turn = this.beginNode(cx, node);
-    const nc = new NodeCtx(this, cx, node, this.candidatesFor(cur, node), cur);
+    const nc = new NodeCtx(this, cx, node, candidatesFor(this.graph, cur, node), cur);
     nc.turn = turn;
     let outcome: Outcome | undefined;
     // Guard rejections per observer, for this node's attempts; only agents with observers need it.

@@ -38,6 +38,16 @@ describe('validation once per flow object', () => {
     expect(calls()).toBe(2);
   });
 
+  it('a cycle added after validation ends the comparison and goes to the validator', () => {
+    const f = chain(2);
+    const { check, calls } = counting();
+    expect(validateOnce(check, f).ok).toBe(true);
+    const config = f.nodes[1]!.config as Record<string, unknown>;
+    config.self = config;
+    expect(validateOnce(check, f).ok).toBe(false);
+    expect(calls()).toBe(2);
+  });
+
   it('keeps no failure: an invalid flow is checked (and reported in full) every time', () => {
     const f = chain(1);
     f.edges.push(edge('a1', 'nowhere'));
@@ -76,5 +86,58 @@ describe('validation once per flow object', () => {
     const { events, result } = await collectRun(f, 'go');
     expect(result.status).toBe('completed');
     expect(trace(events)).toContain('node.started@b');
+  });
+});
+
+describe('validation once per flow object: deep-frozen flows', () => {
+  function deepFreeze<T>(v: T): T {
+    if (v !== null && typeof v === 'object') {
+      for (const x of Object.values(v)) deepFreeze(x);
+      Object.freeze(v);
+    }
+    return v;
+  }
+
+  /** `f` with its node list behind a proxy that counts reads of it. */
+  function watched(f: Flow): { flow: Flow; reads: () => number } {
+    let n = 0;
+    const nodes = new Proxy(f.nodes, {
+      get(t, k, r) {
+        n++;
+        return Reflect.get(t, k, r);
+      },
+    });
+    return { flow: { ...f, nodes }, reads: () => n };
+  }
+
+  it('a deep-frozen flow is validated once and then trusted without walking it again', () => {
+    const { flow: f, reads } = watched(chain(3));
+    deepFreeze(f);
+    const { check, calls } = counting();
+    expect(validateOnce(check, f).ok).toBe(true);
+    const before = reads();
+    for (let i = 0; i < 4; i++) expect(validateOnce(check, f).ok).toBe(true);
+    expect(calls()).toBe(1);
+    expect(reads()).toBe(before);
+  });
+
+  it('a flow not frozen is compared with its fingerprint on every run (the same watch sees it read)', () => {
+    const { flow: f, reads } = watched(chain(3));
+    const { check, calls } = counting();
+    expect(validateOnce(check, f).ok).toBe(true);
+    const before = reads();
+    expect(validateOnce(check, f).ok).toBe(true);
+    expect(calls()).toBe(1);
+    expect(reads()).toBeGreaterThan(before);
+  });
+
+  it('a flow frozen only at the top is fingerprinted: a change inside is seen', () => {
+    const f = chain(2);
+    Object.freeze(f);
+    const { check, calls } = counting();
+    expect(validateOnce(check, f).ok).toBe(true);
+    f.edges.push(edge('a2', 'nowhere'));
+    expect(validateOnce(check, f).ok).toBe(false);
+    expect(calls()).toBe(2);
   });
 });
