@@ -18,6 +18,7 @@ import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { openText } from './actions.js';
 import { ContextMenu, type MenuTarget } from './ContextMenu.js';
 import { useEditor } from './context.js';
+import { useEdgeLabelLayout } from './edgeLabels.js';
 import { edgeTypes } from './edges.js';
 import { nodeTypes } from './nodes.js';
 import { PresenceLayer } from './PresenceLayer.js';
@@ -118,6 +119,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
     attempt();
     return () => cancelAnimationFrame(frame);
   }, [initialized, nodes, rf]);
+  useEdgeLabelLayout(rf, box, nodes, edges, initialized);
   // Rendering aids that touch no React state: while the view moves, the viewport is its own
   // compositor layer (panning moves pixels instead of repainting every node); zoomed far out,
   // handles and detail lines are hidden (they are too small to use and cost paint per node).

@@ -1,0 +1,125 @@
+/**
+ * Keeps edge labels off nodes and off each other: after the flow changes (not while a node is
+ * dragged), samples each labelled edge's drawn path, measures its text and asks `placeLabels`
+ * for a spot along the edge. Each edge reads only its own spot, together with the end points
+ * the spot was computed for; an edge whose ends have moved since draws its label at its middle
+ * until the next placement.
+ */
+import type { ReactFlowInstance } from '@xyflow/react';
+import { useEffect, useRef } from 'react';
+import { type LabelRequest, placeLabels, type Rect } from '../model/labelPlacement.js';
+import type { SbEdge, SbNode } from '../store/editorStore.js';
+import { KeyedStore } from '../store/keyed.js';
+
+/** A label's widest box (px); longer captions are truncated, the full text on hover. */
+export const LABEL_MAX_WIDTH = 160;
+export const LABEL_HEIGHT = 18;
+/** Horizontal padding plus border of a label box. */
+const LABEL_CHROME = 12;
+/** The part of a team's box its face draws on (kind and name): labels keep off it. */
+const TEAM_HEAD = 44;
+
+export interface Spot {
+  x: number;
+  y: number;
+  width: number;
+  /** The edge's end points when the spot was computed. */
+  sx: number;
+  sy: number;
+  tx: number;
+  ty: number;
+}
+
+/** `x|y|width|sx|sy|tx|ty`, a string so that an unchanged spot does not re-render the edge. */
+export const labelSpots = new KeyedStore<string>('');
+
+export function parseSpot(s: string): Spot | undefined {
+  if (!s) return undefined;
+  const [x, y, width, sx, sy, tx, ty] = s.split('|').map(Number) as number[];
+  return { x: x!, y: y!, width: width!, sx: sx!, sy: sy!, tx: tx!, ty: ty! };
+}
+
+let measureCtx: CanvasRenderingContext2D | null | undefined;
+function textWidth(text: string, font: string): number {
+  measureCtx ??= document.createElement('canvas').getContext('2d');
+  if (!measureCtx) return text.length * 6.5;
+  measureCtx.font = font;
+  return measureCtx.measureText(text).width;
+}
+
+type Rf = ReactFlowInstance<SbNode, SbEdge>;
+
+function obstacles(rf: Rf): Rect[] {
+  const out: Rect[] = [];
+  for (const n of rf.getNodes()) {
+    const i = rf.getInternalNode(n.id);
+    const w = i?.measured.width;
+    const h = i?.measured.height;
+    if (!i || !w || !h) continue;
+    const { x, y } = i.internals.positionAbsolute;
+    // A team holds its members' edges: only its head is in the way.
+    out.push({ x, y, width: w, height: n.type === 'group' ? Math.min(h, TEAM_HEAD) : h });
+  }
+  return out;
+}
+
+function samplePath(canvas: Element, id: string): Array<{ x: number; y: number }> {
+  const path = canvas.querySelector<SVGPathElement>(
+    `[data-testid="rf__edge-${CSS.escape(id)}"] path.react-flow__edge-path`,
+  );
+  if (!path) return [];
+  const len = path.getTotalLength();
+  const n = Math.max(8, Math.min(64, Math.round(len / 12)));
+  const out: Array<{ x: number; y: number }> = [];
+  for (let i = 0; i <= n; i++) {
+    const p = path.getPointAtLength((len * i) / n);
+    out.push({ x: p.x, y: p.y });
+  }
+  return out;
+}
+
+/** Computes every label's spot now (from what the canvas draws). */
+export function layoutEdgeLabels(rf: Rf, canvas: Element): void {
+  const font = `11px ${getComputedStyle(canvas).fontFamily || 'system-ui'}`;
+  const requests: LabelRequest[] = [];
+  for (const e of rf.getEdges()) {
+    const caption = e.data?.caption;
+    if (!caption) continue;
+    const points = samplePath(canvas, e.id);
+    if (points.length < 2) continue;
+    const width = Math.min(LABEL_MAX_WIDTH, Math.ceil(textWidth(caption, font)) + LABEL_CHROME);
+    requests.push({ id: e.id, points, width, height: LABEL_HEIGHT });
+  }
+  const placed = placeLabels(requests, obstacles(rf));
+  const next = new Map<string, string>();
+  for (const r of requests) {
+    const p = placed.get(r.id);
+    if (!p) continue;
+    const a = r.points[0]!;
+    const b = r.points[r.points.length - 1]!;
+    const round = (v: number) => Math.round(v * 10) / 10;
+    next.set(r.id, [p.x, p.y, p.width, a.x, a.y, b.x, b.y].map(round).join('|'));
+  }
+  labelSpots.replaceAll(next);
+}
+
+/** Re-places the labels shortly after the flow's nodes or edges change, unless a drag is on. */
+export function useEdgeLabelLayout(
+  rf: Rf,
+  box: React.RefObject<HTMLDivElement | null>,
+  nodes: SbNode[],
+  edges: SbEdge[],
+  ready: boolean,
+): void {
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new edges array (captions, ends) is what asks for a new placement
+  useEffect(() => {
+    if (!ready || nodes.some((n) => n.dragging)) return;
+    clearTimeout(timer.current);
+    // After React Flow has drawn the new paths.
+    timer.current = setTimeout(() => {
+      if (box.current) layoutEdgeLabels(rf, box.current);
+    }, 60);
+    return () => clearTimeout(timer.current);
+  }, [rf, box, nodes, edges, ready]);
+}
