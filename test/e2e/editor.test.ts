@@ -19,6 +19,7 @@ import {
   ROOT,
   requireBuild,
   serveStatic,
+  skipWelcome,
   watchErrors,
 } from './harness.js';
 
@@ -51,6 +52,7 @@ afterEach(async (ctx) => {
 
 async function open(query = ''): Promise<{ page: Page; errors: string[] }> {
   context = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
+  await skipWelcome(context);
   const page = await context.newPage();
   const errors = watchErrors(page);
   await page.goto(`${server.url}/${query}`);

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { artifact, launch, ROOT, startServer, WAIT, watchErrors } from './harness.js';
+import { artifact, launch, ROOT, skipWelcome, startServer, WAIT, watchErrors } from './harness.js';
 
 const FLOWS = join(ROOT, 'flows');
 const EXAMPLES = readdirSync(FLOWS)
@@ -52,12 +52,14 @@ async function open(
   path: string,
   viewport = SIZES[0]!,
   permissions: string[] = [],
+  firstVisit = false,
 ): Promise<{ page: Page; errors: string[] }> {
   context = await browser.newContext({ viewport, permissions });
+  if (!firstVisit) await skipWelcome(context);
   const page = await context.newPage();
   const errors = watchErrors(page);
   await page.goto(`${server.url}/${path}`);
-  await page.getByTestId('node-start').waitFor(WAIT);
+  if (!firstVisit) await page.getByTestId('node-start').waitFor(WAIT);
   return { page, errors };
 }
 

@@ -16,6 +16,7 @@ import {
 import { type DragEvent, useCallback, useEffect, useRef, useState, useSyncExternalStore } from 'react';
 import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { openText } from './actions.js';
+import { CanvasHint } from './CanvasHint.js';
 import { ContextMenu, type MenuTarget } from './ContextMenu.js';
 import { useEditor } from './context.js';
 import { useEdgeLabelLayout } from './edgeLabels.js';
@@ -252,6 +253,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
           </ControlButton>
         </Controls>
         <ConnectionHint />
+        <CanvasHint nodes={nodes.length} edges={edges.length} />
         <PresenceLayer />
       </ReactFlow>
       {menu && <ContextMenu target={menu} onClose={closeMenu} />}
