@@ -166,9 +166,8 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
     await page.getByTestId('cfg-prompt-0-text').fill('Draft an answer to {{task}} using {{nope}}');
     await expect.poll(() => page.getByText('Unknown variable: nope').isVisible()).toBe(true);
     await page.getByTestId('cfg-prompt-0-text').fill('Draft an answer to {{task}}.');
-    await expect
-      .poll(() => page.getByTestId('node-agent1').textContent())
-      .toContain('Drafts the answer · model2');
+    // The face shows the one fact that matters for an agent: its model.
+    await expect.poll(() => page.getByTestId('node-fact-agent1').textContent()).toBe('model: model2');
 
     await waitErrors(page, 0);
     const text = await exportText(page);

@@ -10,7 +10,7 @@ import { Canvas } from './Canvas.js';
 import { EditorContext, type EditorServices, type Toast, useDocVersion, useEditor } from './context.js';
 import { HelpDialog, PasteDialog } from './Dialogs.js';
 import { FollowContext, type FollowState } from './follow.js';
-import { Gallery, shouldWelcome } from './Gallery.js';
+import { ARRIVED_WITH, Gallery, shouldWelcome } from './Gallery.js';
 import { Inspector } from './Inspector.js';
 import { DeleteDialog, RoomClosedBanner, SaveAsDialog } from './Lifecycle.js';
 import { Palette } from './Palette.js';
@@ -256,7 +256,7 @@ function Toasts({ toasts }: { toasts: Toast[] }) {
 export function App(props: Omit<EditorServices, 'toast'>) {
   const [theme, setTheme] = useState<Theme>(initialTheme);
   const [dialog, setDialog] = useState<DialogName>(() =>
-    shouldWelcome(localStorage, location.search) ? 'welcome' : undefined,
+    shouldWelcome(localStorage, ARRIVED_WITH) ? 'welcome' : undefined,
   );
   const [toasts, setToasts] = useState<Toast[]>([]);
   const nextToast = useRef(1);

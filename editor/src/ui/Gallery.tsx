@@ -16,6 +16,9 @@ import { deleteFlow, newFromTemplate } from './flowLifecycle.js';
 
 export const WELCOMED_KEY = 'switchboard:welcomed';
 
+/** The address as the visitor typed it: the editor soon writes the room it opened into it. */
+export const ARRIVED_WITH = typeof location === 'undefined' ? '' : location.search;
+
 /** Whether this visit starts with the welcome: never seen here, and no flow named in the address. */
 export function shouldWelcome(storage: Storage, search: string): boolean {
   const q = new URLSearchParams(search);
