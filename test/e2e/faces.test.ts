@@ -258,3 +258,62 @@ describe('faces, notes and teams', { timeout: 120_000 }, () => {
     expect(errors).toEqual([]);
   });
 });
+
+describe('keyboard reach', { timeout: 120_000 }, () => {
+  it('every toolbar action and every context-menu item is reached and run from the keyboard', async () => {
+    const { page, errors } = await visit('?flow=support-triage', false);
+    await page.getByTestId('node-start').waitFor(WAIT);
+    await page
+      .locator('[data-testid="presence"][data-room="support-triage"][data-status="live"]')
+      .waitFor(WAIT);
+    // Tab walks the toolbar: every button of it takes the focus in turn.
+    const buttons = await page
+      .locator('.sb-toolbar button:not(:disabled)')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-testid') ?? e.textContent));
+    expect(buttons).toContain('btn-templates');
+    await page.locator('.sb-brand').click();
+    const reached = new Set<string | null>();
+    for (let i = 0; i < 60 && reached.size < buttons.length; i++) {
+      await page.keyboard.press('Tab');
+      reached.add(
+        await page.evaluate(() => {
+          const a = document.activeElement;
+          return a?.closest('.sb-toolbar') ? (a.getAttribute('data-testid') ?? a.textContent) : null;
+        }),
+      );
+    }
+    for (const b of buttons) expect(reached).toContain(b);
+    // Enter on a focused toolbar button runs it: Open… opens the gallery, whose cards take focus too.
+    await page.getByTestId('btn-templates').focus();
+    await page.keyboard.press('Enter');
+    await page.getByTestId('gallery').waitFor();
+    await page.getByTestId('template-support-triage').focus();
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe(
+      'template-support-triage',
+    );
+    await page.keyboard.press('Escape');
+    await expect.poll(() => page.getByTestId('gallery').count()).toBe(0);
+
+    // The node menu from the keyboard: the arrows visit every item and come back round.
+    await page.locator('.react-flow__node[data-id="triage"]').focus();
+    await page.keyboard.press('Shift+F10');
+    const menu = page.getByTestId('context-menu');
+    await menu.waitFor();
+    const items = await menu
+      .locator('[role="menuitem"]:not(:disabled)')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
+    expect(items.length).toBeGreaterThanOrEqual(4);
+    const visited: Array<string | null | undefined> = [];
+    for (let i = 0; i < items.length; i++) {
+      visited.push(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')));
+      await page.keyboard.press('ArrowDown');
+    }
+    expect(new Set(visited)).toEqual(new Set(items));
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe(items[0]);
+    // Enter runs the focused item (duplicate adds a node).
+    const count = await page.locator('.react-flow__node').count();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('.react-flow__node').count()).toBe(count + 1);
+    expect(errors).toEqual([]);
+  });
+});
