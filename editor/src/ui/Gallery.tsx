@@ -134,10 +134,10 @@ export function Gallery({ onClose, welcome = false }: { onClose(): void; welcome
             close();
           }}
         >
-          ＋ Blank flow
+          + Blank flow
         </button>
         <button type="button" data-testid="gallery-import" onClick={() => file.current?.click()}>
-          ⇪ Import a file…
+          Import a file…
         </button>
         <input
           ref={file}
