@@ -78,13 +78,32 @@ function samplePath(canvas: Element, id: string): Array<{ x: number; y: number }
   return out;
 }
 
-/** Computes every label's spot now (from what the canvas draws). */
-export function layoutEdgeLabels(rf: Rf, canvas: Element): void {
+/**
+ * What the placement depends on: each labelled edge's caption and ends, each node's box. Edits
+ * that change none of it (typing a prompt) cost this string, not a new placement.
+ */
+export function geometryKey(rf: Rf): string {
+  const parts: string[] = [];
+  for (const e of rf.getEdges())
+    if (e.data?.caption) parts.push(`${e.id}\u0000${e.data.caption}\u0000${e.source}\u0000${e.target}`);
+  for (const n of rf.getNodes()) {
+    const i = rf.getInternalNode(n.id);
+    if (!i) continue;
+    const p = i.internals.positionAbsolute;
+    parts.push(`${n.id}\u0000${p.x},${p.y},${i.measured.width},${i.measured.height}`);
+  }
+  return parts.join('\u0001');
+}
+
+/** Computes every label's spot now (from what the canvas draws); whether every label got one. */
+export function layoutEdgeLabels(rf: Rf, canvas: Element): boolean {
   const font = `11px ${getComputedStyle(canvas).fontFamily || 'system-ui'}`;
   const requests: LabelRequest[] = [];
+  let labelled = 0;
   for (const e of rf.getEdges()) {
     const caption = e.data?.caption;
     if (!caption) continue;
+    labelled++;
     const points = samplePath(canvas, e.id);
     if (points.length < 2) continue;
     const width = Math.min(LABEL_MAX_WIDTH, Math.ceil(textWidth(caption, font)) + LABEL_CHROME);
@@ -101,6 +120,7 @@ export function layoutEdgeLabels(rf: Rf, canvas: Element): void {
     next.set(r.id, [p.x, p.y, p.width, a.x, a.y, b.x, b.y].map(round).join('|'));
   }
   labelSpots.replaceAll(next);
+  return next.size === labelled;
 }
 
 /** Re-places the labels shortly after the flow's nodes or edges change, unless a drag is on. */
@@ -112,13 +132,18 @@ export function useEdgeLabelLayout(
   ready: boolean,
 ): void {
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const placedFor = useRef('');
   // biome-ignore lint/correctness/useExhaustiveDependencies: a new edges array (captions, ends) is what asks for a new placement
   useEffect(() => {
     if (!ready || nodes.some((n) => n.dragging)) return;
     clearTimeout(timer.current);
     // After React Flow has drawn the new paths.
     timer.current = setTimeout(() => {
-      if (box.current) layoutEdgeLabels(rf, box.current);
+      if (!box.current) return;
+      const key = geometryKey(rf);
+      if (key === placedFor.current) return;
+      // An edge not drawn yet (or outside a virtualised view) gets its spot on a later pass.
+      placedFor.current = layoutEdgeLabels(rf, box.current) ? key : '';
     }, 60);
     return () => clearTimeout(timer.current);
   }, [rf, box, nodes, edges, ready]);
