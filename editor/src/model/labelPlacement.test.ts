@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { intersects, placeLabels, pointAlong } from './labelPlacement.js';
+import { intersects, pathPoints, placeLabels, pointAlong } from './labelPlacement.js';
 
 const line = (x0: number, y0: number, x1: number, y1: number) => [
   { x: x0, y: y0 },
@@ -71,5 +71,21 @@ describe('edge label placement', () => {
     ];
     expect(pointAlong(pts, 0.25)).toMatchObject({ x: 50, y: 0 });
     expect(pointAlong(pts, 0.75)).toMatchObject({ x: 100, y: 50 });
+  });
+
+  it('reads the points of the paths React Flow draws', () => {
+    expect(pathPoints('M0,0 L100,0L 100 50')).toEqual([
+      { x: 0, y: 0 },
+      { x: 100, y: 0 },
+      { x: 100, y: 50 },
+    ]);
+    const q = pathPoints('M 0 0 Q 10 0 10 10', 2);
+    expect(q).toHaveLength(3);
+    expect(q[2]).toEqual({ x: 10, y: 10 });
+    const c = pathPoints('M0,0 C50,0 50,100 100,100', 2);
+    expect(c).toHaveLength(5);
+    expect(c[4]).toEqual({ x: 100, y: 100 });
+    expect(c[2]).toEqual({ x: 50, y: 50 });
+    expect(pathPoints('')).toEqual([]);
   });
 });

@@ -107,10 +107,18 @@ class Grid {
       else this.cells.set(k, [r]);
     }
   }
-  near(r: Rect): Set<Rect> {
-    const out = new Set<Rect>();
-    for (const k of this.keys(r)) for (const b of this.cells.get(k) ?? []) out.add(b);
-    return out;
+  /**
+   * The area of `r` covered by boxes near it (a box in two cells counts twice: this ranks
+   * spots, and 0 still means free); stops counting once it passes `enough`.
+   */
+  cost(r: Rect, enough: number): number {
+    let sum = 0;
+    for (const k of this.keys(r))
+      for (const b of this.cells.get(k) ?? []) {
+        sum += overlapArea(r, b);
+        if (sum >= enough) return sum;
+      }
+    return sum;
   }
 }
 
@@ -122,16 +130,15 @@ export function placeLabels(labels: LabelRequest[], obstacles: Rect[]): Map<stri
   const out = new Map<string, Placement>();
   for (const l of labels) {
     if (l.points.length < 2) continue;
+    const along = FRACTIONS.map((t) => pointAlong(l.points, t));
     const widths = [l.width, ...NARROW.filter((w) => w < l.width)];
     let best: { p: Placement; box: Rect; cost: number } | undefined;
     search: for (const width of widths)
       for (const off of BESIDE)
-        for (const t of FRACTIONS) {
-          const p = pointAlong(l.points, t);
+        for (const p of along) {
           const c = { x: p.x + p.nx * off, y: p.y + p.ny * off };
           const box = { x: c.x - width / 2, y: c.y - l.height / 2, width, height: l.height };
-          let cost = 0;
-          for (const o of grid.near(box)) cost += overlapArea(box, o);
+          const cost = grid.cost(box, best?.cost ?? Number.POSITIVE_INFINITY);
           if (cost === 0) {
             best = { p: { x: c.x, y: c.y, width, overlaps: false }, box, cost };
             break search;
@@ -146,6 +153,59 @@ export function placeLabels(labels: LabelRequest[], obstacles: Rect[]): Map<stri
       width: best.box.width + 2 * GAP,
       height: best.box.height + 2 * GAP,
     });
+  }
+  return out;
+}
+
+/**
+ * The points of an SVG path as React Flow draws edges (absolute `M`, `L`, `Q`, `C`), curves
+ * sampled in a few steps. Reading the `d` attribute costs far less than asking the browser for
+ * points along the path (microseconds per edge instead of a layout query per point).
+ */
+export function pathPoints(d: string, steps = 6): XY[] {
+  const tokens = d.match(/[MLQCmlqcHVhvZz]|-?\d*\.?\d+(?:e[-+]?\d+)?/g) ?? [];
+  const out: XY[] = [];
+  let i = 0;
+  let cmd = '';
+  let at: XY = { x: 0, y: 0 };
+  const num = () => Number(tokens[i++]);
+  const pt = (): XY => ({ x: num(), y: num() });
+  const isNum = (t: string | undefined) => t !== undefined && !/^[A-Za-z]$/.test(t);
+  while (i < tokens.length) {
+    if (!isNum(tokens[i])) cmd = tokens[i++]!;
+    if (!isNum(tokens[i])) continue;
+    if (cmd === 'M' || cmd === 'L') {
+      at = pt();
+      out.push(at);
+    } else if (cmd === 'Q') {
+      const c = pt();
+      const e = pt();
+      for (let s = 1; s <= steps; s++) {
+        const t = s / steps;
+        const u = 1 - t;
+        out.push({
+          x: u * u * at.x + 2 * u * t * c.x + t * t * e.x,
+          y: u * u * at.y + 2 * u * t * c.y + t * t * e.y,
+        });
+      }
+      at = e;
+    } else if (cmd === 'C') {
+      const c1 = pt();
+      const c2 = pt();
+      const e = pt();
+      for (let s = 1; s <= steps * 2; s++) {
+        const t = s / (steps * 2);
+        const u = 1 - t;
+        out.push({
+          x: u * u * u * at.x + 3 * u * u * t * c1.x + 3 * u * t * t * c2.x + t * t * t * e.x,
+          y: u * u * u * at.y + 3 * u * u * t * c1.y + 3 * u * t * t * c2.y + t * t * t * e.y,
+        });
+      }
+      at = e;
+    } else {
+      // A command React Flow does not draw edges with: skip its numbers.
+      i++;
+    }
   }
   return out;
 }

@@ -7,9 +7,10 @@
  */
 import type { ReactFlowInstance } from '@xyflow/react';
 import { useEffect, useRef } from 'react';
-import { type LabelRequest, placeLabels, type Rect } from '../model/labelPlacement.js';
+import { type LabelRequest, pathPoints, placeLabels, type Rect } from '../model/labelPlacement.js';
 import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { KeyedStore } from '../store/keyed.js';
+import { BENCH_MODE } from './bench.js';
 
 /** A label's widest box (px); longer captions are truncated, the full text on hover. */
 export const LABEL_MAX_WIDTH = 160;
@@ -67,15 +68,7 @@ function samplePath(canvas: Element, id: string): Array<{ x: number; y: number }
   const path = canvas.querySelector<SVGPathElement>(
     `[data-testid="rf__edge-${CSS.escape(id)}"] path.react-flow__edge-path`,
   );
-  if (!path) return [];
-  const len = path.getTotalLength();
-  const n = Math.max(8, Math.min(64, Math.round(len / 12)));
-  const out: Array<{ x: number; y: number }> = [];
-  for (let i = 0; i <= n; i++) {
-    const p = path.getPointAtLength((len * i) / n);
-    out.push({ x: p.x, y: p.y });
-  }
-  return out;
+  return path ? pathPoints(path.getAttribute('d') ?? '') : [];
 }
 
 /**
@@ -142,8 +135,11 @@ export function useEdgeLabelLayout(
       if (!box.current) return;
       const key = geometryKey(rf);
       if (key === placedFor.current) return;
+      const t0 = performance.now();
       // An edge not drawn yet (or outside a virtualised view) gets its spot on a later pass.
       placedFor.current = layoutEdgeLabels(rf, box.current) ? key : '';
+      if (BENCH_MODE)
+        (window as { __SB_LABEL_MS__?: number[] }).__SB_LABEL_MS__?.push(performance.now() - t0);
     }, 60);
     return () => clearTimeout(timer.current);
   }, [rf, box, nodes, edges, ready]);
