@@ -19,6 +19,7 @@ import {
   ROOT,
   requireBuild,
   serveStatic,
+  skipWelcome,
   watchErrors,
 } from './harness.js';
 
@@ -51,6 +52,7 @@ afterEach(async (ctx) => {
 
 async function open(query = ''): Promise<{ page: Page; errors: string[] }> {
   context = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
+  await skipWelcome(context);
   const page = await context.newPage();
   const errors = watchErrors(page);
   await page.goto(`${server.url}/${query}`);
@@ -164,9 +166,8 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
     await page.getByTestId('cfg-prompt-0-text').fill('Draft an answer to {{task}} using {{nope}}');
     await expect.poll(() => page.getByText('Unknown variable: nope').isVisible()).toBe(true);
     await page.getByTestId('cfg-prompt-0-text').fill('Draft an answer to {{task}}.');
-    await expect
-      .poll(() => page.getByTestId('node-agent1').textContent())
-      .toContain('Drafts the answer · model2');
+    // The face shows the one fact that matters for an agent: its model.
+    await expect.poll(() => page.getByTestId('node-fact-agent1').textContent()).toBe('model: model2');
 
     await waitErrors(page, 0);
     const text = await exportText(page);
@@ -180,6 +181,8 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
       expect(a.position.y).toBeGreaterThanOrEqual(0);
       expect(a.position.x).toBeLessThan(team1.size!.width);
       expect(a.position.y).toBeLessThan(team1.size!.height);
+      // Below the team's head: a member dropped over it made the team grow upwards.
+      expect(a.position.y).toBeGreaterThanOrEqual(48);
     }
     const at = (id: string) => flow.nodes.find((n) => n.id === id)!.position;
     const expected: Flow = {
@@ -198,7 +201,8 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
           id: 'team1',
           kind: 'team',
           position: at('team1'),
-          size: { width: 520, height: 320 },
+          // 520×320 as placed, grown to hold what was dropped into it.
+          size: flow.nodes.find((n) => n.id === 'team1')!.size!,
           config: { mode: 'handover', termination: { maxTurns: 20 } },
         },
         {

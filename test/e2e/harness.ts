@@ -113,6 +113,17 @@ export async function startServer(): Promise<{
   };
 }
 
+/**
+ * A first visit opens the welcome gallery (a modal dialog). Tests that are not about it start
+ * as a returning visitor, so the editor opens straight on the canvas.
+ */
+export async function skipWelcome(context: BrowserContext): Promise<void> {
+  await context.addInitScript(() => {
+    if (!window.localStorage.getItem('switchboard:welcomed'))
+      window.localStorage.setItem('switchboard:welcomed', 'test');
+  });
+}
+
 /** How long a browser test waits for a condition on the page. */
 export const WAIT = { timeout: 60_000 };
 
@@ -158,6 +169,7 @@ export function browserTests(name: string) {
   async function newContext(options: BrowserContextOptions = {}): Promise<BrowserContext> {
     if (!browser) throw new Error('The browser is not launched (browserTests registers beforeAll)');
     const context = await browser.newContext(options);
+    await skipWelcome(context);
     contexts.push(context);
     return context;
   }

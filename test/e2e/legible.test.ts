@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { artifact, launch, ROOT, startServer, WAIT, watchErrors } from './harness.js';
+import { artifact, launch, ROOT, skipWelcome, startServer, WAIT, watchErrors } from './harness.js';
 
 const FLOWS = join(ROOT, 'flows');
 const EXAMPLES = readdirSync(FLOWS)
@@ -52,12 +52,14 @@ async function open(
   path: string,
   viewport = SIZES[0]!,
   permissions: string[] = [],
+  firstVisit = false,
 ): Promise<{ page: Page; errors: string[] }> {
   context = await browser.newContext({ viewport, permissions });
+  if (!firstVisit) await skipWelcome(context);
   const page = await context.newPage();
   const errors = watchErrors(page);
   await page.goto(`${server.url}/${path}`);
-  await page.getByTestId('node-start').waitFor(WAIT);
+  if (!firstVisit) await page.getByTestId('node-start').waitFor(WAIT);
   return { page, errors };
 }
 
@@ -118,6 +120,25 @@ async function measure(page: Page) {
   });
 }
 
+/** Every edge label's box and every node's box (a team: its head), on screen. */
+function labelBoxes(page: Page) {
+  return page.evaluate(() => {
+    const box = (id: string, el: Element) => {
+      const r = el.getBoundingClientRect();
+      return { id, x: r.x, y: r.y, width: r.width, height: r.height };
+    };
+    const labels = Array.from(document.querySelectorAll('.sb-edge-label')).map((el) =>
+      box(el.getAttribute('data-testid')!, el),
+    );
+    const nodes = Array.from(document.querySelectorAll('.react-flow__node')).map((el) => {
+      const id = el.getAttribute('data-id')!;
+      const head = el.classList.contains('react-flow__node-group') ? el.querySelector('.sb-node-head') : el;
+      return box(id, head ?? el);
+    });
+    return { labels, nodes };
+  });
+}
+
 describe('legible on open, room for the canvas', { timeout: 120_000 }, () => {
   for (const { file, flow } of EXAMPLES)
     for (const size of SIZES)
@@ -163,6 +184,18 @@ describe('legible on open, room for the canvas', { timeout: 120_000 }, () => {
         // The run bar is one row at both sizes.
         expect(m.barRows).toBe(1);
         expect(m.bar.height).toBeLessThan(m.runButton.height * 2);
+        // Edge labels: each placed, none over a node (a team's head counts; its inside holds its
+        // members' edges) and none over another label.
+        await expect.poll(() => page.locator('.sb-edge-label[data-placed="no"]').count(), WAIT).toBe(0);
+        const boxes = await labelBoxes(page);
+        expect(boxes.labels.length).toBeGreaterThan(0);
+        const clashes: string[] = [];
+        for (const l of boxes.labels) {
+          for (const n of boxes.nodes) if (overlap(l, n)) clashes.push(`${l.id} over node ${n.id}`);
+          for (const o of boxes.labels)
+            if (o.id < l.id && overlap(l, o)) clashes.push(`${l.id} over ${o.id}`);
+        }
+        expect(clashes).toEqual([]);
         if (size.width === 1440 && file === EXAMPLES[0]!.file)
           await page.screenshot({ path: artifact(`legible-${flow.id}-${size.width}.png`) });
         expect(errors).toEqual([]);

@@ -18,7 +18,7 @@ import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { artifact, launch, openFlowSettings, requireBuild, watchErrors } from './harness.js';
+import { artifact, launch, openFlowSettings, requireBuild, skipWelcome, watchErrors } from './harness.js';
 
 const CLI = fileURLToPath(new URL('../crash/cli-main.ts', import.meta.url));
 const RUNTIME = fileURLToPath(new URL('../../runtime/', import.meta.url));
@@ -91,6 +91,7 @@ afterAll(async () => {
 /** A person with a browser of their own (own storage), optionally with a token kept from before. */
 async function person(kept?: string): Promise<{ page: Page; errors: string[] }> {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  await skipWelcome(context);
   contexts.push(context);
   if (kept) await context.addInitScript((t) => window.localStorage.setItem('switchboard:token', t), kept);
   const page = await context.newPage();

@@ -11,17 +11,17 @@ export interface Identity {
 
 const KEY = 'switchboard:identity';
 /**
- * Eight colours people tell apart (and that keep white initials readable): up to eight people in a
- * room each get one of their own (`assignColors`).
+ * Eight colours people tell apart, each dark enough for white initials at 4.5:1 or more (WCAG AA):
+ * up to eight people in a room each get one of their own (`assignColors`).
  */
 export const PALETTE = [
   '#e11d48',
   '#2563eb',
-  '#16a34a',
-  '#d97706',
+  '#15803d',
+  '#b45309',
   '#7c3aed',
-  '#0891b2',
-  '#db2777',
+  '#0e7490',
+  '#be185d',
   '#4d7c0f',
 ];
 const COLORS = PALETTE;

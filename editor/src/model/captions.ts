@@ -28,7 +28,9 @@ export function describeCondition(c: unknown): string {
   return `${String(o.path)} ${op}${v}`;
 }
 
-function clip(s: string, max = 48): string {
+// Bounded only so that a huge label cannot bloat the DOM: the canvas truncates what it draws and
+// shows the whole caption on hover.
+function clip(s: string, max = 200): string {
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 

@@ -141,6 +141,45 @@ describe('EditorStore', () => {
     expect(s.readNode(a)).toMatchObject({ parent: team, position: { x: 200, y: 100 } });
   });
 
+  it('a team grows to hold a member dropped across its border, members staying put on the canvas', () => {
+    const s = make(emptyFlow());
+    const team = s.addNode('team', { x: 100, y: 100 });
+    expect(s.readNode(team)?.size).toEqual({ width: 520, height: 320 });
+    const a = s.addNode('agent', { x: 900, y: 900 });
+    const size = s.sizeOf(a);
+    // Its centre inside the team's box, its corner beyond the bottom right.
+    s.applyNodeChanges([{ type: 'position', id: a, position: { x: 500, y: 380 }, dragging: true }]);
+    s.commitDrag([a]);
+    expect(s.readNode(a)).toMatchObject({ parent: team, position: { x: 400, y: 280 } });
+    expect(s.readNode(team)).toMatchObject({
+      position: { x: 100, y: 100 },
+      size: { width: 400 + size.width + 16, height: 280 + size.height + 16 },
+    });
+    // Across the top left: the team moves out, its members move in by as much.
+    const b = s.addNode('agent', { x: 900, y: 1200 });
+    s.applyNodeChanges([{ type: 'position', id: b, position: { x: 90, y: 120 }, dragging: true }]);
+    s.commitDrag([b]);
+    const t = s.readNode(team)!;
+    expect(t.position).toEqual({ x: 100 - 26, y: 100 - 28 });
+    expect(s.absolutePosition(b)).toEqual({ x: 90, y: 120 });
+    expect(s.absolutePosition(a)).toEqual({ x: 500, y: 380 });
+    expect(s.readNode(b)?.position).toEqual({ x: 16, y: 48 });
+    // One undo step takes back the move and the growth together.
+    s.undo();
+    expect(s.readNode(team)?.position).toEqual({ x: 100, y: 100 });
+    expect(s.readNode(b)?.parent).toBeUndefined();
+  });
+
+  it('a node added into a team makes the team grow around it', () => {
+    const s = make(emptyFlow());
+    const team = s.addNode('team', { x: 0, y: 0 });
+    const a = s.addNode('agent', { x: 500, y: 300 });
+    expect(s.readNode(a)?.parent).toBe(team);
+    const box = s.readNode(team)!.size!;
+    expect(box.width).toBeGreaterThanOrEqual(500 + s.sizeOf(a).width + 16);
+    expect(box.height).toBeGreaterThanOrEqual(300 + s.sizeOf(a).height + 16);
+  });
+
   it('connects by the shared rule and refuses with the reason', () => {
     const s = make(emptyFlow());
     const tool = s.addNode('tool', { x: 0, y: 300 });

@@ -11,6 +11,7 @@ import {
   type Flow,
   type FlowEdgeT,
   type FlowNodeT,
+  ownValue,
   type Problem,
   serializeFlow,
 } from '@switchboard/schemas/core';
@@ -45,6 +46,7 @@ import {
   readNode,
 } from '../model/flowDoc.js';
 import { idPrefix, newId } from '../model/ids.js';
+import { growTeams, type TeamGeometry } from '../model/teamFit.js';
 import { ESTIMATED_FACE, estimatedHandles } from './estimates.js';
 import { KeyedStore } from './keyed.js';
 import { OffThread, type OffThreadAnswer } from './offThread.js';
@@ -893,7 +895,10 @@ export class EditorStore {
     };
     if (parent) node.parent = parent;
     if (def.display.size) node.size = { ...def.display.size };
-    this.step(() => addNodes(this.doc, [node], [], this.layout));
+    this.step(() => {
+      addNodes(this.doc, [node], [], this.layout);
+      if (parent) this.growTeams(dict<NodePatch>(), [parent]);
+    });
     this.select({ nodes: [id] });
     return id;
   }
@@ -928,6 +933,13 @@ export class EditorStore {
         patches[id] = { position: { x: ROUND(pos.x), y: ROUND(pos.y) } };
       }
     }
+    // A team grows to hold what was dropped into it (or dragged across its border).
+    const teams = new Set<string>();
+    for (const [id, patch] of Object.entries(patches)) {
+      const team = patch.parent === undefined ? this.nodeCache.get(id)?.parent : patch.parent;
+      if (team) teams.add(team);
+    }
+    const grown = this.teamPatches(patches, teams);
     for (const id of dragged) {
       const ui = this.ui.get(id);
       if (ui) {
@@ -938,10 +950,40 @@ export class EditorStore {
     const changed = Object.entries(patches).some(([id, patch]) => {
       const m = this.p.nodes.get(id)!;
       const pos = m.get('position') as XY | undefined;
-      return patch.parent !== undefined || !pos || pos.x !== patch.position!.x || pos.y !== patch.position!.y;
+      return (
+        patch.parent !== undefined ||
+        patch.size !== undefined ||
+        !pos ||
+        pos.x !== patch.position?.x ||
+        pos.y !== patch.position?.y
+      );
     });
-    if (changed) this.step(() => patchNodes(this.doc, patches));
+    if (changed || grown) this.step(() => patchNodes(this.doc, patches));
     else this.refreshUi(dragged);
+  }
+
+  /** Adds to `patches` what makes `teams` (and the teams around them) hold their members; whether it did. */
+  private teamPatches(patches: Record<string, NodePatch>, teams: Iterable<string>): boolean {
+    const before = Object.keys(patches).length;
+    const sizes = JSON.stringify(patches);
+    const parentOf = (id: string): string | undefined => {
+      const p = ownValue(patches, id)?.parent;
+      return p === undefined ? this.nodeCache.get(id)?.parent : (p ?? undefined);
+    };
+    const g: TeamGeometry = {
+      positionOf: (id) => this.positionOf(id),
+      sizeOf: (id) => this.sizeOf(id),
+      parentOf,
+      membersOf: (team) => [...this.nodeCache.keys()].filter((id) => parentOf(id) === team),
+      isTeam: (id) => !!this.kindOf(id)?.display.group,
+    };
+    growTeams(patches, teams, g);
+    return Object.keys(patches).length !== before || JSON.stringify(patches) !== sizes;
+  }
+
+  /** Grows `teams` now, as its own change (after a node was added into one). */
+  private growTeams(patches: Record<string, NodePatch>, teams: string[]): void {
+    if (this.teamPatches(patches, teams)) patchNodes(this.doc, patches);
   }
 
   /** Ends a resize of a team: its box (position may move when resized from the top or left). */

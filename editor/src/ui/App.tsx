@@ -17,8 +17,9 @@ import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { copyJson, exportFile, layout, newFlow, openText, saveToServer } from './actions.js';
 import { Canvas } from './Canvas.js';
 import { EditorContext, type EditorServices, type Toast, useDocVersion, useEditor } from './context.js';
-import { Gallery, HelpDialog, PasteDialog } from './Dialogs.js';
+import { HelpDialog, PasteDialog } from './Dialogs.js';
 import { FollowContext, type FollowState } from './follow.js';
+import { ARRIVED_WITH, Gallery, shouldWelcome } from './Gallery.js';
 import { Inspector } from './Inspector.js';
 import { DeleteDialog, RoomClosedBanner, SaveAsDialog } from './Lifecycle.js';
 import { Palette } from './Palette.js';
@@ -34,7 +35,7 @@ import { fitLegibly } from './viewFit.js';
 const TracePanel = lazy(() => import('./TracePanel.js').then((m) => ({ default: m.TracePanel })));
 
 type Theme = 'light' | 'dark';
-type DialogName = 'gallery' | 'paste' | 'help' | 'save-as' | 'delete' | undefined;
+type DialogName = 'welcome' | 'gallery' | 'paste' | 'help' | 'save-as' | 'delete' | undefined;
 
 function initialTheme(): Theme {
   const saved = localStorage.getItem('switchboard:theme');
@@ -292,7 +293,9 @@ function Toasts({ toasts }: { toasts: Toast[] }) {
 
 export function App(props: Omit<EditorServices, 'toast'>) {
   const [theme, setTheme] = useState<Theme>(initialTheme);
-  const [dialog, setDialog] = useState<DialogName>();
+  const [dialog, setDialog] = useState<DialogName>(() =>
+    shouldWelcome(localStorage, ARRIVED_WITH) ? 'welcome' : undefined,
+  );
   const [toasts, setToasts] = useState<Toast[]>([]);
   const nextToast = useRef(1);
   const toast = useCallback((text: string, kind: Toast['kind'] = 'info', testid?: string) => {
@@ -381,6 +384,7 @@ export function App(props: Omit<EditorServices, 'toast'>) {
             </div>
             <Problems />
             <Shortcuts open={setDialog} dialog={dialog} />
+            {dialog === 'welcome' && <Gallery welcome onClose={() => setDialog(undefined)} />}
             {dialog === 'gallery' && <Gallery onClose={() => setDialog(undefined)} />}
             {dialog === 'paste' && <PasteDialog onClose={() => setDialog(undefined)} />}
             {dialog === 'help' && <HelpDialog onClose={() => setDialog(undefined)} />}

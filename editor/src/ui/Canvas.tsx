@@ -24,8 +24,10 @@ import {
 } from 'react';
 import type { SbEdge, SbNode } from '../store/editorStore.js';
 import { openText } from './actions.js';
+import { CanvasHint } from './CanvasHint.js';
 import { ContextMenu, type MenuTarget } from './ContextMenu.js';
 import { useEditor } from './context.js';
+import { useEdgeLabelLayout } from './edgeLabels.js';
 import { edgeTypes } from './edges.js';
 import { nodeTypes } from './nodes.js';
 import { PresenceLayer } from './PresenceLayer.js';
@@ -143,6 +145,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
     attempt();
     return () => cancelAnimationFrame(frame);
   }, [initialized, virtualize, nodes, rf]);
+  useEdgeLabelLayout(rf, box, nodes, edges, initialized);
   // Rendering aids that touch no React state: while the view moves, the viewport is its own
   // compositor layer (panning moves pixels instead of repainting every node); zoomed far out,
   // handles and detail lines are hidden (they are too small to use and cost paint per node).
@@ -304,6 +307,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
           </ControlButton>
         </Controls>
         <ConnectionHint />
+        <CanvasHint nodes={nodes.length} edges={edges.length} />
         <PresenceLayer />
       </ReactFlow>
       {menu && <ContextMenu target={menu} onClose={closeMenu} />}

@@ -1,11 +1,7 @@
-/** Modal dialogs: Open… (new from template, the server's flows), paste JSON, keyboard shortcuts. */
-import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react';
-import type { FlowSummary } from '../model/api.js';
-import { templates } from '../model/templates.js';
+/** Modal dialogs: paste JSON, keyboard shortcuts (Open… and the welcome are in Gallery.tsx). */
+import { type ReactNode, useEffect, useRef, useState } from 'react';
 import { openText } from './actions.js';
 import { useEditor } from './context.js';
-import { FlowList } from './FlowList.js';
-import { deleteFlow, newFromTemplate } from './flowLifecycle.js';
 
 export function Dialog(props: { title: string; onClose(): void; children: ReactNode; testid: string }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -32,81 +28,6 @@ export function Dialog(props: { title: string; onClose(): void; children: ReactN
       </header>
       <div className="sb-dialog-body">{props.children}</div>
     </dialog>
-  );
-}
-
-export function Gallery({ onClose }: { onClose(): void }) {
-  const services = useEditor();
-  const list = templates();
-  const [server, setServer] = useState<FlowSummary[] | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const refresh = useCallback(() => {
-    services.api
-      ?.list()
-      .then(setServer)
-      .catch(() => setServer([]));
-  }, [services.api]);
-  useEffect(refresh, [refresh]);
-  const served = !!services.api && !!services.collab;
-  return (
-    <Dialog title="Open a flow" onClose={onClose} testid="gallery">
-      {services.api && (
-        <>
-          <h3>On the server</h3>
-          {server === undefined ? (
-            <p className="sb-help">Loading…</p>
-          ) : server.length === 0 ? (
-            <p className="sb-help">No flows saved yet.</p>
-          ) : (
-            <FlowList
-              flows={server}
-              open={async (f) => {
-                try {
-                  const text = await services.api!.get(f.id);
-                  if (openText(services, text, f.id)) onClose();
-                } catch (e) {
-                  services.toast((e as Error).message, 'error');
-                }
-              }}
-              remove={async (f) => {
-                await deleteFlow(services, f.id);
-                refresh();
-              }}
-            />
-          )}
-        </>
-      )}
-      <h3>{served ? 'New from template' : 'Templates'}</h3>
-      {served && (
-        <p className="sb-help">
-          Each opens as a new flow of your own; the examples themselves stay as shipped.
-        </p>
-      )}
-      {list.length === 0 && <p className="sb-help">No flows in flows/ were bundled with this build.</p>}
-      <ul className="sb-gallery">
-        {list.map((t) => (
-          <li key={t.file}>
-            <button
-              type="button"
-              data-testid={`template-${t.file}`}
-              disabled={!!t.problem || busy}
-              onClick={async () => {
-                setBusy(true);
-                const ok = await newFromTemplate(services, t.file, t.text);
-                setBusy(false);
-                if (ok) onClose();
-              }}
-            >
-              <strong>{t.name}</strong>
-              <span className="sb-help">{t.problem ?? t.description ?? ''}</span>
-              <span className="sb-gallery-meta">
-                {t.file}.json · {t.nodeCount} nodes
-              </span>
-            </button>
-          </li>
-        ))}
-      </ul>
-    </Dialog>
   );
 }
 

@@ -13,7 +13,11 @@ declare global {
   }
 }
 
-if (BENCH_MODE) window.__SB_RENDER_COUNTS__ = dict();
+if (BENCH_MODE) {
+  window.__SB_RENDER_COUNTS__ = dict();
+  // How long each edge-label placement took (ms).
+  (window as { __SB_LABEL_MS__?: number[] }).__SB_LABEL_MS__ = [];
+}
 
 export function countRender(id: string): void {
   if (!BENCH_MODE) return;

@@ -6,7 +6,8 @@
  */
 import type { NodeKindDefinition, PortSpec } from '@switchboard/nodes';
 import { Handle, type NodeProps, NodeResizer, Position } from '@xyflow/react';
-import { type CSSProperties, memo } from 'react';
+import { type CSSProperties, memo, useEffect, useState } from 'react';
+import { faceFact } from '../model/faceFact.js';
 import type { SbNode } from '../store/editorStore.js';
 import { countRender } from './bench.js';
 import { useEditor, useKeyed } from './context.js';
@@ -51,23 +52,23 @@ function Handles({ nodeId, def }: { nodeId: string; def: NodeKindDefinition | un
   );
 }
 
-function summaryOf(def: NodeKindDefinition | undefined, config: Record<string, unknown>): string {
-  if (!def?.summary) return '';
-  try {
-    return String(def.summary(config as never) ?? '');
-  } catch {
-    // A config the kind cannot summarise is invalid; the problems list says why.
-    return '';
-  }
-}
-
 function titleOf(id: string, data: SbNode['data']): string {
   if (data.label) return data.label;
   const name = data.config.name;
   return typeof name === 'string' && name ? name : id;
 }
 
-function Face({ id, data, group }: { id: string; data: SbNode['data']; group: boolean }) {
+function Face({
+  id,
+  data,
+  group,
+  note = false,
+}: {
+  id: string;
+  data: SbNode['data'];
+  group: boolean;
+  note?: boolean;
+}) {
   countRender(id);
   const { store } = useEditor();
   const def = store.registry.get(data.kind);
@@ -79,10 +80,13 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
   const link = useKeyed(store.links, id);
   const severity = mark ? mark.slice(0, mark.indexOf('\n')) : '';
   const messages = mark ? mark.slice(mark.indexOf('\n') + 1) : '';
-  const summary = summaryOf(def, data.config);
+  const fact = faceFact(def, data.config);
+  const title = titleOf(id, data);
+  const kindLabel = def?.display.label ?? `unknown kind "${data.kind}"`;
   const cls = [
     'sb-node',
     group ? 'sb-node-group' : '',
+    note ? 'sb-node-note' : '',
     severity ? `sb-node-${severity}` : '',
     run.active ? 'sb-run-active' : '',
     run.status !== 'idle' ? `sb-run-${run.status}` : '',
@@ -126,11 +130,17 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
         </span>
       )}
       <div className="sb-node-head">
-        <span className="sb-node-icon" aria-hidden>
-          {def?.display.icon ?? '?'}
+        <span className="sb-node-kind" data-testid={`node-kind-${id}`}>
+          <span className="sb-node-icon" aria-hidden>
+            {def?.display.icon ?? '?'}
+          </span>
+          {kindLabel}
         </span>
-        <span className="sb-node-title">{titleOf(id, data)}</span>
-        <span className="sb-node-kind">{def?.display.label ?? `unknown kind "${data.kind}"`}</span>
+        {(!note || data.label) && (
+          <span className="sb-node-title" title={title}>
+            {title}
+          </span>
+        )}
       </div>
       {run.status === 'paused' && (
         <span
@@ -142,7 +152,15 @@ function Face({ id, data, group }: { id: string; data: SbNode['data']; group: bo
           ⏸ paused here
         </span>
       )}
-      {summary && <div className="sb-node-summary">{summary}</div>}
+      {note ? (
+        <NoteBody text={typeof data.config.text === 'string' ? data.config.text : ''} />
+      ) : (
+        fact && (
+          <div className="sb-node-fact" data-testid={`node-fact-${id}`} title={fact}>
+            {fact}
+          </div>
+        )
+      )}
       <NodeCounters id={id} />
       <PinBadge id={id} config={data.config} />
       {link && <div className="sb-node-links">{link}</div>}
@@ -166,8 +184,57 @@ function useContent(id: string, data: SbNode['data']): SbNode['data'] {
   return useKeyed(store.content, id) ?? data;
 }
 
-export const KindNode = memo(function KindNode({ id, data }: NodeProps<SbNode>) {
-  return <Face id={id} data={useContent(id, data)} group={false} />;
+type Render = (text: string) => string;
+let markdown: Promise<Render> | undefined;
+/** The Markdown renderer, loaded the first time a note is drawn. */
+function loadMarkdown(): Promise<Render> {
+  markdown ??= import('../model/markdown.js').then((m) => m.renderMarkdown);
+  return markdown;
+}
+
+/** A note's text as sanitised Markdown (plain text until the renderer has loaded). */
+function NoteBody({ text }: { text: string }) {
+  const [render, setRender] = useState<Render | undefined>();
+  useEffect(() => {
+    let live = true;
+    void loadMarkdown().then((r) => live && setRender(() => r));
+    return () => {
+      live = false;
+    };
+  }, []);
+  if (!render)
+    return (
+      <div className="sb-note-body nowheel" data-testid="note-body">
+        {text}
+      </div>
+    );
+  return (
+    <div
+      className="sb-note-body sb-markdown nowheel"
+      data-testid="note-body"
+      data-rendered="true"
+      // biome-ignore lint/security/noDangerouslySetInnerHtml: renderMarkdown escapes raw HTML and sanitises with DOMPurify
+      dangerouslySetInnerHTML={{ __html: render(text) }}
+    />
+  );
+}
+
+export const KindNode = memo(function KindNode({ id, data: given, selected }: NodeProps<SbNode>) {
+  const { store } = useEditor();
+  const data = useContent(id, given);
+  if (store.registry.get(data.kind)?.role !== 'note') return <Face id={id} data={data} group={false} />;
+  // A note is sized by its author: the size goes into the flow like a team's.
+  return (
+    <>
+      <NodeResizer
+        isVisible={!!selected}
+        minWidth={140}
+        minHeight={60}
+        onResizeEnd={(_e, box) => store.commitResize(id, box)}
+      />
+      <Face id={id} data={data} group={false} note />
+    </>
+  );
 });
 
 export const TeamNode = memo(function TeamNode({ id, data, selected }: NodeProps<SbNode>) {
