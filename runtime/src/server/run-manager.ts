@@ -28,6 +28,7 @@ import type { ToolHost } from '../tools/types.js';
 import { CheckpointPolicy, type SliceOptions } from './checkpoint-policy.js';
 import { type JournalState, journaledTools, journalState } from './journaled-tools.js';
 import { afterPoll } from './loop-turn.js';
+import { RemoteRuns, type RunExecutor } from './remote-runs.js';
 import {
   applyEvent,
   FINAL,
@@ -77,6 +78,11 @@ export interface RunManagerOptions {
   slice?: Partial<SliceOptions>;
   /** Resume runs the disk paused once writes succeed again (default true). */
   autoResume?: boolean;
+  /**
+   * Where runs execute when not here (workers on a queue: redis/queue-executor.ts). This
+   * process then starts no run itself: it records, enqueues and follows each one.
+   */
+  executor?: RunExecutor;
 }
 
 /**
@@ -136,9 +142,17 @@ export class RunManager {
   private readonly unsubscribe: () => void;
 
   private readonly recovery: RunRecovery;
+  private readonly remote: RemoteRuns | undefined;
 
   constructor(private readonly o: RunManagerOptions) {
     this.log = o.logger ?? silent;
+    if (o.executor)
+      this.remote = new RemoteRuns({
+        store: o.store,
+        executor: o.executor,
+        watch: (runId, commit, rec) => this.watch(runId, commit, rec),
+        log: this.log,
+      });
     this.recovery = new RunRecovery({
       store: o.store,
       log: this.log,
@@ -164,16 +178,17 @@ export class RunManager {
   /** Hosted here and recording (a run the disk stopped is not, even while its files close). */
   isLive(runId: string): boolean {
     const a = this.active.get(runId);
-    return a !== undefined && !a.detached;
+    return (a !== undefined && !a.detached) || this.remote?.has(runId) === true;
   }
 
   get liveCount(): number {
-    return this.active.size;
+    return this.active.size + (this.remote?.size ?? 0);
   }
 
   /** Waits until a run hosted here has settled in the store (tests, CLI). */
   async settled(runId: string): Promise<RunRecord | undefined> {
     await this.active.get(runId)?.done;
+    await this.remote?.settled(runId);
     return this.store.catalog.data.runs[runId];
   }
 
@@ -196,7 +211,9 @@ export class RunManager {
     fork?: ForkPlan;
   }): Promise<RunRecord> {
     if (this.closing) throw new Error('the server is shutting down');
-    const runFlow = await this.loadEngine();
+    if (this.remote && p.fork)
+      throw new Error('forks run in the embedded server only, not on workers (--redis)');
+    const runFlow = this.remote ? undefined : await this.loadEngine();
     let flow = p.flow;
     if (!p.validated) {
       const { validate } = await import('@switchboard/nodes');
@@ -235,6 +252,10 @@ export class RunManager {
       await this.store.writeSpec(spec);
       runs[runId] = record;
       await this.store.catalog.save();
+      if (!runFlow) {
+        await this.remote!.start(record, spec, p.breakpoints ?? []);
+        return record;
+      }
       a = this.launch(runFlow, record, spec, undefined, true);
     } catch (e) {
       this.forks.delete(runId);
@@ -505,6 +526,12 @@ export class RunManager {
   }
 
   command(runId: string, cmd: RunCommand): void {
+    if (this.remote?.has(runId)) {
+      this.remote
+        .command(runId, cmd)
+        .catch((e: unknown) => this.log.error({ runId, err: String(e) }, 'command not delivered'));
+      return;
+    }
     const a = this.active.get(runId);
     if (!a) {
       const rec = this.store.catalog.data.runs[runId];
@@ -521,11 +548,15 @@ export class RunManager {
     runId: string,
     opts: { pause?: boolean; allowInterrupted?: boolean } = {},
   ): Promise<'resumed' | 'interrupted' | 'final'> {
+    // Workers take runs over by themselves; nothing executes here.
+    if (this.remote) return Promise.resolve('interrupted');
     return this.recovery.resumeStored(runId, opts);
   }
 
   /** On start: every run the last process left live is resumed, paused by the disk, or interrupted. */
   recover(): ReturnType<RunRecovery['recover']> {
+    if (this.remote)
+      return this.remote.recover().then((resumed) => ({ resumed, interrupted: [], final: [], paused: [] }));
     return this.recovery.recover();
   }
 
@@ -537,6 +568,7 @@ export class RunManager {
     this.closing = true;
     this.unsubscribe();
     const errors: Error[] = [];
+    await this.remote?.close().catch((e: Error) => errors.push(e));
     for (const a of [...this.active.values()]) {
       // A run the disk already stopped is paused by it (and reported); its files are closing.
       if (a.detached) continue;

@@ -1,0 +1,148 @@
+/**
+ * The server's side of scale-out: runs go to the BullMQ queue, their events are read from
+ * each run's Redis stream, their commands go to each run's command stream, and runs started
+ * by any server instance are announced to all of them (remote-runs.ts follows them).
+ */
+import type { RunEvent } from '@switchboard/schemas';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { RunCommand } from '../engine/types.js';
+import type { RunExecutor } from '../server/remote-runs.js';
+import type { RunRecord } from '../store/catalog.js';
+import type { RunSpec } from '../store/run-files.js';
+import { QUEUE_NAME, type RedisKeys, redisKeys } from './keys.js';
+import { eventsAfter, readSpec, sendCommand } from './run-state.js';
+
+export interface QueueExecutorOptions {
+  url: string;
+  prefix?: string;
+  /** Tries of a run whose worker failed it (not counting takeovers after a worker died). Default 3. */
+  attempts?: number;
+  /** How many announcements the stream keeps. Default 100,000. */
+  keepAnnounced?: number;
+}
+
+type StreamEntry = [id: string, fields: string[]];
+
+export class QueueExecutor implements RunExecutor {
+  readonly keys: RedisKeys;
+  readonly redis: Redis;
+  private readonly sub: Redis;
+  private readonly queue: Queue;
+  private lastAnnounced = '0';
+  private readingAnnounced = false;
+  private againAnnounced = false;
+  private announced?: (record: RunRecord, spec: RunSpec | undefined) => void;
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private readonly o: QueueExecutorOptions) {
+    this.keys = redisKeys(o.prefix);
+    this.redis = new Redis(o.url, { maxRetriesPerRequest: null, enableAutoPipelining: true });
+    this.sub = new Redis(o.url, { maxRetriesPerRequest: null });
+    this.queue = new Queue(QUEUE_NAME, { connection: this.redis.duplicate(), prefix: this.keys.bull });
+  }
+
+  async enqueue(record: RunRecord, spec: RunSpec, breakpoints: string[]): Promise<void> {
+    const k = this.keys;
+    const m = this.redis.multi();
+    m.set(k.spec(record.id), JSON.stringify(spec));
+    for (const nodeId of breakpoints)
+      m.xadd(k.commands(record.id), '*', 'c', JSON.stringify({ type: 'breakpoint', nodeId, on: true }));
+    m.xadd(
+      k.runs,
+      'MAXLEN',
+      '~',
+      this.o.keepAnnounced ?? 100_000,
+      '*',
+      'id',
+      record.id,
+      'record',
+      JSON.stringify(record),
+    );
+    m.publish(k.newChannel, record.id);
+    await m.exec();
+    await this.queue.add(
+      'run',
+      { runId: record.id },
+      {
+        jobId: record.id,
+        attempts: this.o.attempts ?? 3,
+        backoff: { type: 'fixed', delay: 500 },
+        removeOnComplete: true,
+        removeOnFail: false,
+      },
+    );
+  }
+
+  eventsAfter(runId: string, after: number, limit: number): Promise<RunEvent[]> {
+    return eventsAfter(this.redis, this.keys, runId, after, limit);
+  }
+
+  command(runId: string, cmd: RunCommand): Promise<void> {
+    return sendCommand(this.redis, this.keys, runId, cmd);
+  }
+
+  async watch(h: {
+    grew(runId: string): void;
+    announced(record: RunRecord, spec: RunSpec | undefined): void;
+  }): Promise<void> {
+    this.announced = h.announced;
+    this.sub.on('message', (channel: string, message: string) => {
+      if (channel === this.keys.evChannel) h.grew(message);
+      else this.readAnnounced();
+    });
+    await this.sub.subscribe(this.keys.evChannel, this.keys.newChannel);
+    await this.readAnnouncedNow();
+    // Announcements missed while the subscription was down are read on the next tick.
+    this.timer = setInterval(() => this.readAnnounced(), 1000);
+    this.timer.unref();
+  }
+
+  private readAnnounced(): void {
+    if (this.readingAnnounced) {
+      this.againAnnounced = true;
+      return;
+    }
+    this.readingAnnounced = true;
+    void this.readAnnouncedNow()
+      .catch(() => {})
+      .finally(() => {
+        this.readingAnnounced = false;
+        if (this.againAnnounced) {
+          this.againAnnounced = false;
+          this.readAnnounced();
+        }
+      });
+  }
+
+  private async readAnnouncedNow(): Promise<void> {
+    for (;;) {
+      const entries = (await this.redis.xrange(
+        this.keys.runs,
+        `(${this.lastAnnounced}`,
+        '+',
+        'COUNT',
+        500,
+      )) as StreamEntry[];
+      for (const [id, fields] of entries) {
+        this.lastAnnounced = id;
+        const record = JSON.parse(fields[3]!) as RunRecord;
+        const spec = await readSpec(this.redis, this.keys, record.id);
+        this.announced?.(record, spec);
+      }
+      if (entries.length < 500) return;
+    }
+  }
+
+  /** Jobs by state and the workers that said they are alive. */
+  counts(): Promise<Record<string, number>> {
+    return this.queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.queue.close().catch(() => {});
+    this.sub.disconnect();
+    this.redis.disconnect();
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * `serve --redis` with one worker, both in this process, on a real redis-server: a run is
+ * enqueued, executed by the worker, followed into the server's log with every seq once, in
+ * order; commands reach the worker; without a worker a run waits in the queue.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunWorker } from '../../runtime/src/redis/worker.js';
+import { createServer, type SwitchboardServer } from '../../runtime/src/server/index.js';
+import { batteryFlow, countingTools, FINAL_OUTPUT } from '../crash/fixture.js';
+import { startRedis, type TestRedis } from './redis-server.js';
+
+let redis: TestRedis;
+let server: SwitchboardServer;
+let url: string;
+const dirs: string[] = [];
+const tmp = () => {
+  const d = mkdtempSync(join(tmpdir(), 'sb-q-'));
+  dirs.push(d);
+  return d;
+};
+
+beforeAll(async () => {
+  redis = await startRedis({ appendonly: true });
+  server = await createServer({
+    dataDir: tmp(),
+    port: 0,
+    editorDir: false,
+    templatesDir: false,
+    redis: { url: redis.url },
+  });
+  url = (await server.listen()).url;
+});
+
+afterAll(async () => {
+  await server?.close();
+  await redis?.stop();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function start(body: object): Promise<string> {
+  const res = await fetch(`${url}/api/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { run: { id: string } }).run.id;
+}
+
+async function events(runId: string): Promise<Array<{ seq: number; type: string }>> {
+  const res = await fetch(`${url}/api/runs/${runId}/events?limit=10000`);
+  return ((await res.json()) as { events: Array<{ seq: number; type: string }> }).events;
+}
+
+describe('serve --redis and a worker', () => {
+  it('runs a flow on the worker: completed, seq contiguous, each tool call once', async () => {
+    const counter = join(tmp(), 'count.txt');
+    const w = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4) });
+    w.start();
+    try {
+      const id = await start({ flow: batteryFlow(2), input: 'go' });
+      const rec = await server.runs.settled(id);
+      expect(rec?.status).toBe('completed');
+      expect(rec?.output).toBe(FINAL_OUTPUT);
+      const evs = await events(id);
+      expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+      expect(evs.at(-1)?.type).toBe('run.completed');
+      const lines = readFileSync(counter, 'utf8').trim().split('\n');
+      expect(lines.sort()).toEqual([`${id} alice`, `${id} closer`, `${id} planner`]);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('a run waits in the queue while no worker runs, and its breakpoint and commands reach the worker', async () => {
+    const counter = join(tmp(), 'count.txt');
+    const id = await start({ flow: batteryFlow(2), input: 'go', breakpoints: ['closer'] });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(server.store.catalog.data.runs[id]?.status).toBe('pending');
+    expect(server.runs.isLive(id)).toBe(true);
+    const w = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4) });
+    w.start();
+    try {
+      // The breakpoint (sent before any worker had the run) pauses it before the closer.
+      for (let i = 0; i < 200 && server.store.catalog.data.runs[id]?.status !== 'paused'; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(server.store.catalog.data.runs[id]?.status).toBe('paused');
+      const res = await fetch(`${url}/api/runs/${id}/commands`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'resume' }),
+      });
+      expect(res.status).toBe(202);
+      const rec = await server.runs.settled(id);
+      expect(rec?.status).toBe('completed');
+      const evs = await events(id);
+      expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+      expect(evs.filter((e) => e.type === 'run.paused')).toHaveLength(1);
+    } finally {
+      await w.close();
+    }
+  });
+});
