@@ -13,6 +13,12 @@ const w = new RunWorker({
   concurrency: Number(concurrency ?? 2),
   tools: countingTools(counter!, 10),
   timings: { lockMs: 2000, stalledMs: 1000, heartbeatMs: 500 },
+  // Takeovers and lost runs, for the tests to count.
+  logger: {
+    info: (o, m) => process.stderr.write(`INFO ${m} ${JSON.stringify(o)}\n`),
+    warn: (o, m) => process.stderr.write(`WARN ${m} ${JSON.stringify(o)}\n`),
+    error: (o, m) => process.stderr.write(`ERROR ${m} ${JSON.stringify(o)}\n`),
+  },
 });
 w.start();
 process.stdout.write(`READY ${w.id}\n`);

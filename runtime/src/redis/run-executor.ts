@@ -206,7 +206,7 @@ export async function executeRun(d: ExecutorDeps, runId: string, token: string):
   if (d.secrets) options.secrets = d.secrets;
   if (spec.answers) options.answers = spec.answers;
   if (stored) options.resume = { ...stored.cp, seq: lastSeq };
-  if (stored) replay && d.logger.info({ runId, fromSeq: stored.cp.seq, logSeq: lastSeq }, 'run taken over');
+  if (stored) d.logger.info({ runId, fromSeq: stored.cp.seq, logSeq: lastSeq }, 'run taken over');
 
   const handle = runFlow(spec.flow, spec.input, options);
 
