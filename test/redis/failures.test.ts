@@ -48,7 +48,10 @@ describe('scale-out failures', () => {
     const counter = join(tmp(), 'count.txt');
     const a = await startServer(redis.url, tmp());
     const b = await startServer(redis.url, tmp());
-    cleanup.push(() => a.kill9(), () => b.kill9());
+    cleanup.push(
+      () => a.kill9(),
+      () => b.kill9(),
+    );
     const w = await startWorker(redis.url, tmp(), counter);
     cleanup.push(() => w.kill9());
 
@@ -112,12 +115,19 @@ describe('scale-out failures', () => {
         expect(r.status).toBe('failed');
         expect(r.error?.code).toMatch(/^[a-z_]+$/);
       }
-      const evs = (await getJson<{ events: RunEvent[] }>(`${s.url}/api/runs/${id}/events?limit=10000`)).events;
+      const evs = (await getJson<{ events: RunEvent[] }>(`${s.url}/api/runs/${id}/events?limit=10000`))
+        .events;
       expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
     }
     const counts = new Map<string, number>();
-    for (const line of readFileSync(counter, 'utf8').trim().split('\n')) counts.set(line, (counts.get(line) ?? 0) + 1);
+    for (const line of readFileSync(counter, 'utf8').trim().split('\n'))
+      counts.set(line, (counts.get(line) ?? 0) + 1);
     expect([...counts].filter(([, n]) => n > 1)).toEqual([]);
-    console.log(`after the Redis restart: ${runs.filter((r) => ids.includes(r.id)).map((r) => r.status).join(', ')}`);
+    console.log(
+      `after the Redis restart: ${runs
+        .filter((r) => ids.includes(r.id))
+        .map((r) => r.status)
+        .join(', ')}`,
+    );
   }, 150_000);
 });

@@ -7,7 +7,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunWorker } from '../../runtime/src/redis/worker.js';
+import { main } from '../../runtime/src/cli/main.js';
+import { clusterStatus } from '../../runtime/src/redis/status.js';
+import { RETRIES_EXHAUSTED, RunWorker } from '../../runtime/src/redis/worker.js';
 import { createServer, type SwitchboardServer } from '../../runtime/src/server/index.js';
 import { batteryFlow, countingTools, FINAL_OUTPUT } from '../crash/fixture.js';
 import { startRedis, type TestRedis } from './redis-server.js';
@@ -99,6 +101,100 @@ describe('serve --redis and a worker', () => {
       const evs = await events(id);
       expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
       expect(evs.filter((e) => e.type === 'run.paused')).toHaveLength(1);
+    } finally {
+      await w.close();
+    }
+  });
+});
+
+describe('operations', () => {
+  it('status lists the workers and their runs; a worker shut down hands its paused run back and another finishes it', async () => {
+    const counter = join(tmp(), 'count.txt');
+    const w1 = new RunWorker({
+      url: redis.url,
+      dataDir: tmp(),
+      tools: countingTools(counter, 4),
+      id: 'w-one',
+    });
+    w1.start();
+    const id = await start({ flow: batteryFlow(2), input: 'go', breakpoints: ['closer'] });
+    for (let i = 0; i < 200 && server.store.catalog.data.runs[id]?.status !== 'paused'; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(server.store.catalog.data.runs[id]?.status).toBe('paused');
+    // The heartbeat names the run.
+    let s = await clusterStatus(redis.url);
+    for (let i = 0; i < 40 && !s.workers.some((x) => x.runs.includes(id)); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      s = await clusterStatus(redis.url);
+    }
+    expect(s.workers.map((x) => x.id)).toEqual(['w-one']);
+    expect(s.workers[0]!.runs).toEqual([id]);
+    expect(s.queue.active).toBe(1);
+    let out = '';
+    const code = await main(['node', 'switchboard', 'status', '--redis', redis.url], {
+      out: (t) => {
+        out += t;
+      },
+    });
+    expect(code).toBe(0);
+    expect(out).toContain('w-one');
+    expect(out).toContain(id);
+    expect(out).toMatch(/queue: 0 waiting, 1 running/);
+
+    // Paused, the run cannot finish within the grace: it goes back to the queue.
+    await w1.close(300);
+    expect((await clusterStatus(redis.url)).workers).toEqual([]);
+    const w2 = new RunWorker({
+      url: redis.url,
+      dataDir: tmp(),
+      tools: countingTools(counter, 4),
+      id: 'w-two',
+    });
+    w2.start();
+    try {
+      for (let i = 0; i < 100 && !w2.running.includes(id); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(w2.running).toEqual([id]);
+      await fetch(`${url}/api/runs/${id}/commands`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'resume' }),
+      });
+      const rec = await server.runs.settled(id);
+      expect(rec).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+      const evs = await events(id);
+      expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+      const lines = readFileSync(counter, 'utf8').trim().split('\n');
+      expect(lines.filter((l) => l.startsWith(id)).sort()).toEqual([
+        `${id} alice`,
+        `${id} closer`,
+        `${id} planner`,
+      ]);
+    } finally {
+      await w2.close();
+    }
+  });
+
+  it('a run that fails on every worker stops after bounded tries with a named error', async () => {
+    const id = await start({ flow: batteryFlow(2), input: 'go' });
+    let tries = 0;
+    const w = new RunWorker({
+      url: redis.url,
+      dataDir: tmp(),
+      runFlow: () => {
+        tries++;
+        throw new Error('engine crashed on this machine');
+      },
+      timings: { heartbeatMs: 200 },
+    });
+    w.start();
+    try {
+      const rec = await server.runs.settled(id);
+      expect(rec?.status).toBe('failed');
+      expect(rec?.error?.code).toBe(RETRIES_EXHAUSTED);
+      expect(rec?.error?.message).toContain('engine crashed on this machine');
+      expect(tries).toBe(3);
+      const evs = await events(id);
+      expect(evs.map((e) => e.type)).toEqual(['run.failed']);
     } finally {
       await w.close();
     }

@@ -68,3 +68,15 @@ export function redisUrlFrom(
     );
   return v;
 }
+
+/**
+ * A connection whose errors are left to its reconnection (ioredis retries by itself) instead of
+ * crashing the process as unhandled `error` events; `onError` may log them.
+ */
+export function quiet<T extends { on(event: 'error', f: (e: Error) => void): unknown }>(
+  conn: T,
+  onError: (e: Error) => void = () => {},
+): T {
+  conn.on('error', onError);
+  return conn;
+}

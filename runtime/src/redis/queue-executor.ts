@@ -10,7 +10,7 @@ import type { RunCommand } from '../engine/types.js';
 import type { RunExecutor } from '../server/remote-runs.js';
 import type { RunRecord } from '../store/catalog.js';
 import type { RunSpec } from '../store/run-files.js';
-import { QUEUE_NAME, type RedisKeys, redisKeys } from './keys.js';
+import { QUEUE_NAME, quiet, type RedisKeys, redisKeys } from './keys.js';
 import { eventsAfter, readSpec, sendCommand } from './run-state.js';
 
 export interface QueueExecutorOptions {
@@ -29,6 +29,7 @@ export class QueueExecutor implements RunExecutor {
   readonly redis: Redis;
   private readonly sub: Redis;
   private readonly queue: Queue;
+  private readonly queueConn: Redis;
   private lastAnnounced = '0';
   private readingAnnounced = false;
   private againAnnounced = false;
@@ -37,9 +38,10 @@ export class QueueExecutor implements RunExecutor {
 
   constructor(private readonly o: QueueExecutorOptions) {
     this.keys = redisKeys(o.prefix);
-    this.redis = new Redis(o.url, { maxRetriesPerRequest: null, enableAutoPipelining: true });
-    this.sub = new Redis(o.url, { maxRetriesPerRequest: null });
-    this.queue = new Queue(QUEUE_NAME, { connection: this.redis.duplicate(), prefix: this.keys.bull });
+    this.redis = quiet(new Redis(o.url, { maxRetriesPerRequest: null, enableAutoPipelining: true }));
+    this.sub = quiet(new Redis(o.url, { maxRetriesPerRequest: null }));
+    this.queueConn = quiet(this.redis.duplicate());
+    this.queue = new Queue(QUEUE_NAME, { connection: this.queueConn, prefix: this.keys.bull });
   }
 
   async enqueue(record: RunRecord, spec: RunSpec, breakpoints: string[]): Promise<void> {
@@ -142,6 +144,7 @@ export class QueueExecutor implements RunExecutor {
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.queue.close().catch(() => {});
+    this.queueConn.disconnect();
     this.sub.disconnect();
     this.redis.disconnect();
   }

@@ -18,7 +18,9 @@ export async function clusterStatus(url: string, prefix?: string): Promise<Clust
   const r = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: () => null });
   r.on('error', () => {});
   await r.connect();
-  const queue = new Queue(QUEUE_NAME, { connection: r.duplicate(), prefix: keys.bull });
+  const qc = r.duplicate();
+  qc.on('error', () => {});
+  const queue = new Queue(QUEUE_NAME, { connection: qc, prefix: keys.bull });
   try {
     const names: string[] = [];
     let cursor = '0';
@@ -44,6 +46,7 @@ export async function clusterStatus(url: string, prefix?: string): Promise<Clust
     };
   } finally {
     await queue.close().catch(() => {});
+    qc.disconnect();
     r.disconnect();
   }
 }

@@ -13,7 +13,7 @@ import { type Job, Queue, WaitingError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { RunFlow } from '../engine/types.js';
 import type { Logger } from '../server/run-manager.js';
-import { QUEUE_NAME, redisKeys } from './keys.js';
+import { QUEUE_NAME, quiet, redisKeys } from './keys.js';
 import { type Execution, type ExecutorDeps, executeRun, finishRun } from './run-executor.js';
 import { withScripts } from './scripts.js';
 
@@ -64,6 +64,8 @@ export class RunWorker {
   readonly id: string;
   private readonly redis: ReturnType<typeof withScripts>;
   private readonly queue: Queue;
+  /** Connections given to BullMQ (it does not close what it did not open). */
+  private readonly conns: Redis[] = [];
   private worker: Worker | undefined;
   private readonly active = new Map<string, Execution>();
   private readonly handingBack = new Set<string>();
@@ -79,8 +81,12 @@ export class RunWorker {
     this.keys = redisKeys(o.prefix);
     this.timings = { ...DEFAULT_TIMINGS, ...o.timings };
     this.log = o.logger ?? silent;
-    this.redis = withScripts(new Redis(o.url, { maxRetriesPerRequest: null, enableAutoPipelining: true }));
-    this.queue = new Queue(QUEUE_NAME, { connection: this.redis.duplicate(), prefix: this.keys.bull });
+    const onError = (e: Error) => this.log.warn({ err: e.message }, 'redis connection error (reconnecting)');
+    this.redis = withScripts(
+      quiet(new Redis(o.url, { maxRetriesPerRequest: null, enableAutoPipelining: true }), onError),
+    );
+    this.conns.push(quiet(this.redis.duplicate(), onError), quiet(this.redis.duplicate(), onError));
+    this.queue = new Queue(QUEUE_NAME, { connection: this.conns[0]!, prefix: this.keys.bull });
   }
 
   private loadEngine(): Promise<RunFlow> {
@@ -103,7 +109,7 @@ export class RunWorker {
     return {
       ...rest,
       redis: this.redis,
-      blocking: () => new Redis(this.o.url, { maxRetriesPerRequest: null }),
+      blocking: () => quiet(new Redis(this.o.url, { maxRetriesPerRequest: null })),
       keys: this.keys,
       loadEngine: () => this.loadEngine(),
       logger: this.log,
@@ -133,7 +139,7 @@ export class RunWorker {
         }
       },
       {
-        connection: this.redis.duplicate(),
+        connection: this.conns[1]!,
         prefix: this.keys.bull,
         concurrency: this.o.concurrency ?? 1,
         lockDuration: t.lockMs,
@@ -208,6 +214,7 @@ export class RunWorker {
     }
     await this.redis.del(this.keys.worker(this.id)).catch(() => {});
     await this.queue.close();
+    for (const c of this.conns) c.disconnect();
     this.redis.disconnect();
   }
 }
