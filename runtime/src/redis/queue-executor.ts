@@ -33,7 +33,7 @@ export class QueueExecutor implements RunExecutor {
   private lastAnnounced = '0';
   private readingAnnounced = false;
   private againAnnounced = false;
-  private announced?: (record: RunRecord, spec: RunSpec | undefined) => void;
+  private announced?: (record: RunRecord, spec: () => Promise<RunSpec | undefined>) => void;
   private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly o: QueueExecutorOptions) {
@@ -86,7 +86,7 @@ export class QueueExecutor implements RunExecutor {
 
   async watch(h: {
     grew(runId: string): void;
-    announced(record: RunRecord, spec: RunSpec | undefined): void;
+    announced(record: RunRecord, spec: () => Promise<RunSpec | undefined>): void;
   }): Promise<void> {
     this.announced = h.announced;
     this.sub.on('message', (channel: string, message: string) => {
@@ -94,7 +94,12 @@ export class QueueExecutor implements RunExecutor {
       else this.readAnnounced();
     });
     await this.sub.subscribe(this.keys.evChannel, this.keys.newChannel);
-    await this.readAnnouncedNow();
+    this.readingAnnounced = true;
+    try {
+      await this.readAnnouncedNow();
+    } finally {
+      this.readingAnnounced = false;
+    }
     // Announcements missed while the subscription was down are read on the next tick.
     this.timer = setInterval(() => this.readAnnounced(), 1000);
     this.timer.unref();
@@ -129,8 +134,7 @@ export class QueueExecutor implements RunExecutor {
       for (const [id, fields] of entries) {
         this.lastAnnounced = id;
         const record = JSON.parse(fields[3]!) as RunRecord;
-        const spec = await readSpec(this.redis, this.keys, record.id);
-        this.announced?.(record, spec);
+        this.announced?.(record, () => readSpec(this.redis, this.keys, record.id));
       }
       if (entries.length < 500) return;
     }

@@ -89,7 +89,13 @@ class RedisJournal implements CallJournal {
   }
 }
 
-export async function executeRun(d: ExecutorDeps, runId: string, token: string): Promise<Execution> {
+/** `retry`: the run's job was taken before (its worker died or failed it). */
+export async function executeRun(
+  d: ExecutorDeps,
+  runId: string,
+  token: string,
+  retry = false,
+): Promise<Execution> {
   const { redis, keys } = d;
   const spec = await readSpec(redis, keys, runId);
   if (!spec) throw new Error(`run_spec_missing: run ${runId} has no spec at ${keys.spec(runId)}`);
@@ -207,6 +213,7 @@ export async function executeRun(d: ExecutorDeps, runId: string, token: string):
   if (spec.answers) options.answers = spec.answers;
   if (stored) options.resume = { ...stored.cp, seq: lastSeq };
   if (stored) d.logger.info({ runId, fromSeq: stored.cp.seq, logSeq: lastSeq }, 'run taken over');
+  else if (retry) d.logger.info({ runId }, 'run started again');
 
   const handle = runFlow(spec.flow, spec.input, options);
 

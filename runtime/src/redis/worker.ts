@@ -44,7 +44,11 @@ export interface RunWorkerOptions
   runFlow?: RunFlow;
   logger?: Logger;
   id?: string;
+  /** How long an ended run's events and spec stay in Redis. Default 7 days. */
+  retainMs?: number;
 }
+
+export const RETAIN_MS = 7 * 24 * 3600_000;
 
 export interface WorkerInfo {
   id: string;
@@ -104,6 +108,7 @@ export class RunWorker {
       runFlow: _r,
       logger: _l,
       id: _i,
+      retainMs: _m,
       ...rest
     } = this.o;
     return {
@@ -123,7 +128,7 @@ export class RunWorker {
       QUEUE_NAME,
       async (job: Job, token?: string) => {
         const runId = job.id!;
-        const ex = await executeRun(deps, runId, token!);
+        const ex = await executeRun(deps, runId, token!, job.attemptsMade > 0 || job.stalledCounter > 0);
         this.active.set(runId, ex);
         try {
           const r = await ex.result;
@@ -132,6 +137,7 @@ export class RunWorker {
             await job.moveToWait(token);
             throw new WaitingError();
           }
+          await this.retire(runId);
           return r === 'ended' ? 'ended' : r.status;
         } finally {
           this.active.delete(runId);
@@ -154,6 +160,21 @@ export class RunWorker {
     void this.beat();
     this.timer = setInterval(() => void this.beat(), t.heartbeatMs);
     this.timer.unref();
+  }
+
+  /**
+   * An ended run needs no checkpoint, journal or commands any more; its spec and events stay
+   * for `retainMs` (every server has copied them into its own log long before).
+   */
+  private async retire(runId: string): Promise<void> {
+    const k = this.keys;
+    const ms = this.o.retainMs ?? RETAIN_MS;
+    await this.redis
+      .multi()
+      .del(k.checkpoint(runId), k.journal(runId), k.commands(runId))
+      .pexpire(k.events(runId), ms)
+      .pexpire(k.spec(runId), ms)
+      .exec();
   }
 
   /** Says the worker is alive (for `status`) and ends runs whose job failed for good. */
@@ -181,6 +202,7 @@ export class RunWorker {
           message: `no worker could finish run ${job.id} after ${job.attemptsMade} tries: ${job.failedReason ?? 'unknown'}`,
         });
         await job.remove().catch(() => {});
+        await this.retire(job.id);
       }
     } catch (e) {
       this.log.warn({ err: String(e) }, 'heartbeat failed');

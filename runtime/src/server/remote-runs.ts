@@ -28,7 +28,7 @@ export interface RunExecutor {
    */
   watch(h: {
     grew(runId: string): void;
-    announced(record: RunRecord, spec: RunSpec | undefined): void;
+    announced(record: RunRecord, spec: () => Promise<RunSpec | undefined>): void;
   }): Promise<void>;
   close(): Promise<void>;
 }
@@ -64,6 +64,8 @@ const FINAL_EVENTS: ReadonlySet<string> = new Set([
 
 export class RemoteRuns {
   private readonly followed = new Map<string, Followed>();
+  /** Runs announced by another instance being recorded here (announcements may repeat). */
+  private readonly adopting = new Set<string>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private closed = false;
 
@@ -102,7 +104,13 @@ export class RemoteRuns {
     }
     await this.h.executor.watch({
       grew: (runId) => this.pull(runId),
-      announced: (rec, spec) => void this.adopt(rec, spec),
+      announced: (rec, spec) => {
+        if (this.adopting.has(rec.id)) return;
+        this.adopting.add(rec.id);
+        this.adopt(rec, spec)
+          .catch((e: unknown) => this.h.log.warn({ runId: rec.id, err: String(e) }, 'could not record a run'))
+          .finally(() => this.adopting.delete(rec.id));
+      },
     });
     this.timer = setInterval(() => {
       for (const id of this.followed.keys()) this.pull(id);
@@ -112,10 +120,13 @@ export class RemoteRuns {
   }
 
   /** A run another instance started: recorded here too, then followed. */
-  private async adopt(announced: RunRecord, spec: RunSpec | undefined): Promise<void> {
+  private async adopt(announced: RunRecord, specOf: () => Promise<RunSpec | undefined>): Promise<void> {
     const { store } = this.h;
     const runs = store.catalog.data.runs;
-    if (this.closed || runs[announced.id] || !spec) return;
+    if (this.closed || runs[announced.id]) return;
+    const spec = await specOf();
+    // Gone from Redis (expired long after it ended): nothing to follow.
+    if (!spec || this.closed) return;
     const rec: RunRecord = { ...announced, status: 'pending', lastSeq: 0, counters: zeroCounters() };
     await store.writeSpec(spec);
     if (runs[rec.id]) return;
