@@ -58,7 +58,7 @@ export function formatStatus(s: ClusterStatus): string {
   ];
   for (const w of s.workers)
     lines.push(
-      `  ${w.id}  ${w.host} pid ${w.pid}  ${w.runs.length}/${w.concurrency} runs${w.runs.length ? `: ${w.runs.join(' ')}` : ''}`,
+      `  ${w.id}  ${w.host} pid ${w.pid}  ${w.runs.length}/${w.concurrency} runs${w.runs.length ? `: ${w.runs.join(' ')}` : ''}  (${w.done} done, ${Math.round(w.rss / 1048576)} MiB)`,
     );
   return `${lines.join('\n')}\n`;
 }

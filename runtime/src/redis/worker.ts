@@ -58,6 +58,11 @@ export interface WorkerInfo {
   runs: string[];
   startedAt: string;
   seenAt: string;
+  /** Runs this worker finished (any end) since it started. */
+  done: number;
+  /** Resident memory and V8 heap in use, bytes. */
+  rss: number;
+  heapUsed: number;
 }
 
 const silent: Logger = { info() {}, warn() {}, error() {} };
@@ -79,6 +84,7 @@ export class RunWorker {
   private readonly log: Logger;
   private readonly startedAt = new Date().toISOString();
   private engine: Promise<RunFlow> | undefined;
+  private done = 0;
 
   constructor(private readonly o: RunWorkerOptions) {
     this.id = o.id ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -138,6 +144,7 @@ export class RunWorker {
             throw new WaitingError();
           }
           await this.retire(runId);
+          this.done++;
           return r === 'ended' ? 'ended' : r.status;
         } finally {
           this.active.delete(runId);
@@ -188,6 +195,9 @@ export class RunWorker {
         runs: [...this.active.keys()],
         startedAt: this.startedAt,
         seenAt: new Date().toISOString(),
+        done: this.done,
+        rss: process.memoryUsage.rss(),
+        heapUsed: process.memoryUsage().heapUsed,
       };
       await this.redis.set(
         this.keys.worker(this.id),
