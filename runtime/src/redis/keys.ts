@@ -16,6 +16,8 @@ export interface RedisKeys {
   evChannel: string;
   /** Channel: a run was announced. */
   newChannel: string;
+  /** Channel: a command was sent to a run (message: the run id). */
+  cmdChannel: string;
   events(runId: string): string;
   spec(runId: string): string;
   checkpoint(runId: string): string;
@@ -38,6 +40,7 @@ export function redisKeys(prefix = 'sb'): RedisKeys {
     runs: `${prefix}:runs`,
     evChannel: `${prefix}:ev`,
     newChannel: `${prefix}:new`,
+    cmdChannel: `${prefix}:cmd`,
     events: (id) => run(id, 'ev'),
     spec: (id) => run(id, 'spec'),
     checkpoint: (id) => run(id, 'cp'),

@@ -35,8 +35,6 @@ import type { RunScripts } from './scripts.js';
 export interface ExecutorDeps {
   /** Shared connection for writes and reads (auto-pipelined). */
   redis: Redis & RunScripts;
-  /** A connection of its own for the blocking read of a run's commands. */
-  blocking: () => Redis;
   keys: RedisKeys;
   loadEngine: () => Promise<RunFlow>;
   /** The worker's own directory: run files (documents, workspaces) and scripts. */
@@ -53,6 +51,8 @@ export interface ExecutorDeps {
 export interface Execution {
   /** Stops the run without writing anything more (shutdown: another worker continues it). */
   detach(): void;
+  /** A command may have come for the run: read what came after the last one applied. */
+  poke(): void;
   result: Promise<RunResult | 'ended'>;
 }
 
@@ -100,7 +100,7 @@ export async function executeRun(
   const spec = await readSpec(redis, keys, runId);
   if (!spec) throw new Error(`run_spec_missing: run ${runId} has no spec at ${keys.spec(runId)}`);
   const last = await lastEvent(redis, keys, runId);
-  if (last && FINAL_TYPES.has(last.type)) return { detach() {}, result: Promise.resolve('ended') };
+  if (last && FINAL_TYPES.has(last.type)) return { detach() {}, poke() {}, result: Promise.resolve('ended') };
   const stored = await readStoredCheckpoint(redis, keys, runId);
   const lastSeq = last?.seq ?? 0;
   if (lastSeq > 0 && !stored) {
@@ -109,7 +109,7 @@ export async function executeRun(
       code: 'run_unresumable',
       message: `run ${runId} has events up to seq ${lastSeq} and no checkpoint to continue from`,
     });
-    return { detach() {}, result: Promise.resolve('ended') };
+    return { detach() {}, poke() {}, result: Promise.resolve('ended') };
   }
   const tail = stored ? await eventsAfter(redis, keys, runId, stored.cp.seq, 100_000) : [];
   const calls = await readJournal(redis, keys, runId);
@@ -218,24 +218,37 @@ export async function executeRun(
   const handle = runFlow(spec.flow, spec.input, options);
 
   // Commands, in order, from where the checkpoint left them (a replayed turn gets them again).
-  const conn = d.blocking();
+  // Read when the worker is told one came (`poke`, from its one subscription) and on a timer.
   let reading = true;
-  const commandLoop = (async () => {
-    while (reading) {
-      try {
-        const got = await commandsAfter(conn, keys, runId, lastCmd, 1000);
+  let pulling = false;
+  let again = false;
+  const pullCommands = async (): Promise<void> => {
+    if (pulling) {
+      again = true;
+      return;
+    }
+    pulling = true;
+    try {
+      do {
+        again = false;
+        const got = await commandsAfter(redis, keys, runId, lastCmd);
         for (const { id, cmd } of got) {
-          if (!reading) break;
+          if (!reading) return;
           lastCmd = id;
           handle.send(cmd);
         }
-      } catch (e) {
-        if (!reading) break;
-        d.logger.warn({ runId, err: String(e) }, 'command read failed; retrying');
-        await new Promise((r) => setTimeout(r, 500));
-      }
+        if (got.length === 100) again = true;
+      } while (again && reading);
+    } catch (e) {
+      if (reading) d.logger.warn({ runId, err: String(e) }, 'command read failed; retrying');
+    } finally {
+      pulling = false;
     }
-  })();
+  };
+  const poke = () => {
+    if (reading) void pullCommands();
+  };
+  poke();
 
   const result = (async (): Promise<RunResult | 'ended'> => {
     let r: RunResult;
@@ -247,12 +260,11 @@ export async function executeRun(
     held = false;
     if (!detached) await flush();
     reading = false;
-    conn.disconnect();
-    await commandLoop;
     if (failure) throw failure;
     return r;
   })();
   return {
+    poke,
     detach() {
       detached = true;
       abort.abort(new Error('worker shutting down: the run continues on another worker'));

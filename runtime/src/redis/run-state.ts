@@ -86,18 +86,15 @@ export async function commandsAfter(
   k: RedisKeys,
   runId: string,
   after: string,
-  blockMs?: number,
 ): Promise<Array<{ id: string; cmd: RunCommand }>> {
-  const key = k.commands(runId);
-  const res = (
-    blockMs === undefined
-      ? await r.xread('COUNT', 100, 'STREAMS', key, after)
-      : await r.xread('COUNT', 100, 'BLOCK', blockMs, 'STREAMS', key, after)
-  ) as Array<[string, StreamEntry[]]> | null;
+  const res = (await r.xread('COUNT', 100, 'STREAMS', k.commands(runId), after)) as Array<
+    [string, StreamEntry[]]
+  > | null;
   const entries = res?.[0]?.[1] ?? [];
   return entries.map(([id, fields]) => ({ id, cmd: JSON.parse(fields[1]!) as RunCommand }));
 }
 
+/** Appends a command to the run's stream and tells the workers (the one holding it reads it). */
 export async function sendCommand(r: Redis, k: RedisKeys, runId: string, cmd: RunCommand): Promise<void> {
-  await r.xadd(k.commands(runId), '*', 'c', JSON.stringify(cmd));
+  await r.multi().xadd(k.commands(runId), '*', 'c', JSON.stringify(cmd)).publish(k.cmdChannel, runId).exec();
 }

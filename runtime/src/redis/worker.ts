@@ -35,8 +35,7 @@ export const DEFAULT_TIMINGS: WorkerTimings = {
   heartbeatMs: 1000,
 };
 
-export interface RunWorkerOptions
-  extends Omit<ExecutorDeps, 'redis' | 'blocking' | 'keys' | 'loadEngine' | 'logger'> {
+export interface RunWorkerOptions extends Omit<ExecutorDeps, 'redis' | 'keys' | 'loadEngine' | 'logger'> {
   url: string;
   concurrency?: number;
   prefix?: string;
@@ -95,7 +94,11 @@ export class RunWorker {
     this.redis = withScripts(
       quiet(new Redis(o.url, { maxRetriesPerRequest: null, enableAutoPipelining: true }), onError),
     );
-    this.conns.push(quiet(this.redis.duplicate(), onError), quiet(this.redis.duplicate(), onError));
+    this.conns.push(
+      quiet(this.redis.duplicate(), onError),
+      quiet(this.redis.duplicate(), onError),
+      quiet(this.redis.duplicate(), onError),
+    );
     this.queue = new Queue(QUEUE_NAME, { connection: this.conns[0]!, prefix: this.keys.bull });
   }
 
@@ -120,7 +123,6 @@ export class RunWorker {
     return {
       ...rest,
       redis: this.redis,
-      blocking: () => quiet(new Redis(this.o.url, { maxRetriesPerRequest: null })),
       keys: this.keys,
       loadEngine: () => this.loadEngine(),
       logger: this.log,
@@ -164,6 +166,12 @@ export class RunWorker {
     this.worker.on('failed', (job, e) =>
       this.log.warn({ runId: job?.id, err: e.message }, 'run attempt failed on this worker'),
     );
+    // Commands: one subscription for all the runs held here, and a poll for notices lost.
+    const sub = this.conns[2]!;
+    sub.on('message', (_channel: string, runId: string) => this.active.get(runId)?.poke());
+    void sub
+      .subscribe(this.keys.cmdChannel)
+      .catch((e: unknown) => this.log.warn({ err: String(e) }, 'subscribe failed'));
     void this.beat();
     this.timer = setInterval(() => void this.beat(), t.heartbeatMs);
     this.timer.unref();
@@ -186,6 +194,7 @@ export class RunWorker {
 
   /** Says the worker is alive (for `status`) and ends runs whose job failed for good. */
   private async beat(): Promise<void> {
+    for (const ex of this.active.values()) ex.poke();
     try {
       const info: WorkerInfo = {
         id: this.id,
