@@ -200,3 +200,58 @@ describe('operations', () => {
     }
   });
 });
+
+describe('two server instances', () => {
+  it('a run started on one is recorded and followed by the other, which takes its commands (pause, resume, cancel)', async () => {
+    const other = await createServer({
+      dataDir: tmp(),
+      port: 0,
+      editorDir: false,
+      templatesDir: false,
+      redis: { url: redis.url },
+    });
+    const otherUrl = (await other.listen()).url;
+    const w = new RunWorker({
+      url: redis.url,
+      dataDir: tmp(),
+      tools: countingTools(join(tmp(), 'c.txt'), 4),
+    });
+    w.start();
+    const command = (base: string, id: string, body: object) =>
+      fetch(`${base}/api/runs/${id}/commands`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const statusOn = (s: SwitchboardServer, id: string) => s.store.catalog.data.runs[id]?.status;
+    const until = async (pred: () => boolean, what: string) => {
+      for (let i = 0; i < 300 && !pred(); i++) await new Promise((r) => setTimeout(r, 50));
+      if (!pred()) throw new Error(`timed out waiting for ${what}`);
+    };
+    try {
+      const id = await start({ flow: batteryFlow(80), input: 'go' });
+      await until(() => statusOn(other, id) === 'running', 'the other instance to follow the run');
+      expect((await command(otherUrl, id, { type: 'pause' })).status).toBe(202);
+      await until(
+        () => statusOn(server, id) === 'paused' && statusOn(other, id) === 'paused',
+        'paused on both',
+      );
+      expect((await command(url, id, { type: 'resume' })).status).toBe(202);
+      const rec = await server.runs.settled(id);
+      expect(rec).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+      const onOther = await other.runs.settled(id);
+      expect(onOther).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+      expect(other.store.readEvents(id)).toEqual(server.store.readEvents(id));
+
+      const id2 = await start({ flow: batteryFlow(80), input: 'go' });
+      await until(() => statusOn(other, id2) === 'running', 'the second run on the other instance');
+      expect((await command(otherUrl, id2, { type: 'cancel', reason: 'enough' })).status).toBe(202);
+      expect(await server.runs.settled(id2)).toMatchObject({ status: 'cancelled' });
+      expect(await other.runs.settled(id2)).toMatchObject({ status: 'cancelled' });
+      expect((await command(otherUrl, id2, { type: 'pause' })).status).toBe(409);
+    } finally {
+      await w.close();
+      await other.close();
+    }
+  });
+});
