@@ -31,9 +31,12 @@ const APPEND = `${FENCE}
 ${LAST_SEQ}
 local n = lastSeq(KEYS[2])
 if #ARGV > 4 then
-  local first = tonumber(ARGV[5])
-  if first ~= n + 1 then
-    return redis.error_reply('${SEQ_GAP} run ' .. ARGV[2] .. ' ends at seq ' .. n .. ', not ' .. (first - 1))
+  for i = 5, #ARGV, 2 do
+    local seq = tonumber(ARGV[i])
+    local want = n + (i - 3) / 2
+    if seq ~= want then
+      return redis.error_reply('${SEQ_GAP} run ' .. ARGV[2] .. ': seq ' .. seq .. ' where ' .. want .. ' comes next')
+    end
   end
   for i = 5, #ARGV, 2 do
     redis.call('XADD', KEYS[2], ARGV[i] .. '-0', 'e', ARGV[i + 1])
