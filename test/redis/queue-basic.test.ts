@@ -12,7 +12,7 @@ import { clusterStatus } from '../../runtime/src/redis/status.js';
 import { RETRIES_EXHAUSTED, RunWorker } from '../../runtime/src/redis/worker.js';
 import { createServer, type SwitchboardServer } from '../../runtime/src/server/index.js';
 import { batteryFlow, countingTools, FINAL_OUTPUT } from '../crash/fixture.js';
-import { startRedis, type TestRedis } from './redis-server.js';
+import { freePort, startRedis, type TestRedis } from './redis-server.js';
 
 let redis: TestRedis;
 let server: SwitchboardServer;
@@ -252,6 +252,34 @@ describe('two server instances', () => {
     } finally {
       await w.close();
       await other.close();
+    }
+  });
+});
+
+describe('Redis unreachable', () => {
+  it('the server starts anyway; a run start is refused with 503 redis_unavailable and nothing is recorded', async () => {
+    const dead = `redis://127.0.0.1:${await freePort()}`;
+    const s = await createServer({
+      dataDir: tmp(),
+      port: 0,
+      editorDir: false,
+      templatesDir: false,
+      redis: { url: dead, enqueueTimeoutMs: 500 },
+    });
+    try {
+      const base = (await s.listen()).url;
+      const res = await fetch(`${base}/api/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ flow: batteryFlow(2), input: 'go' }),
+      });
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('redis_unavailable');
+      expect(body.error.message).toMatch(/did not take run r_\S+ within 500 ms/);
+      expect(Object.keys(s.store.catalog.data.runs)).toEqual([]);
+    } finally {
+      await s.close();
     }
   });
 });

@@ -20,6 +20,8 @@ export interface QueueExecutorOptions {
   attempts?: number;
   /** How many announcements the stream keeps. Default 100,000. */
   keepAnnounced?: number;
+  /** How long a start waits for Redis to take the run before it is refused. Default 10 s. */
+  enqueueTimeoutMs?: number;
 }
 
 type StreamEntry = [id: string, fields: string[]];
@@ -36,8 +38,11 @@ export class QueueExecutor implements RunExecutor {
   private announced?: (record: RunRecord, spec: () => Promise<RunSpec | undefined>) => void;
   private timer: ReturnType<typeof setInterval> | undefined;
 
+  readonly enqueueTimeoutMs: number;
+
   constructor(private readonly o: QueueExecutorOptions) {
     this.keys = redisKeys(o.prefix);
+    this.enqueueTimeoutMs = o.enqueueTimeoutMs ?? 10_000;
     this.redis = quiet(new Redis(o.url, { maxRetriesPerRequest: null, enableAutoPipelining: true }));
     this.sub = quiet(new Redis(o.url, { maxRetriesPerRequest: null }));
     this.queueConn = quiet(this.redis.duplicate());
@@ -93,13 +98,9 @@ export class QueueExecutor implements RunExecutor {
       if (channel === this.keys.evChannel) h.grew(message);
       else this.readAnnounced();
     });
-    await this.sub.subscribe(this.keys.evChannel, this.keys.newChannel);
-    this.readingAnnounced = true;
-    try {
-      await this.readAnnouncedNow();
-    } finally {
-      this.readingAnnounced = false;
-    }
+    // Not waited for: a server starts while Redis is down (and follows once it is back).
+    this.sub.subscribe(this.keys.evChannel, this.keys.newChannel).catch(() => {});
+    this.readAnnounced();
     // Announcements missed while the subscription was down are read on the next tick.
     this.timer = setInterval(() => this.readAnnounced(), 1000);
     this.timer.unref();

@@ -113,7 +113,7 @@ export interface ServerOptions {
    * Scale-out (`--redis URL`, SWITCHBOARD_REDIS_URL): runs are enqueued on Redis for
    * `switchboard worker` processes instead of running here. Without it, nothing changes.
    */
-  redis?: { url: string; prefix?: string };
+  redis?: { url: string; prefix?: string; enqueueTimeoutMs?: number };
 }
 
 export interface SwitchboardServer {
@@ -281,6 +281,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     ? new (await import('../redis/queue-executor.js')).QueueExecutor({
         url: redisUrl,
         ...(options.redis?.prefix ? { prefix: options.redis.prefix } : {}),
+        ...(options.redis?.enqueueTimeoutMs ? { enqueueTimeoutMs: options.redis.enqueueTimeoutMs } : {}),
       })
     : undefined;
   const runs = new RunManager({

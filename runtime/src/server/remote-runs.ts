@@ -13,6 +13,7 @@ import type { EventLog } from '../store/event-log.js';
 import type { GroupCommit } from '../store/group-commit.js';
 import type { RunSpec } from '../store/run-files.js';
 import type { Store } from '../store/store.js';
+import { HttpError } from './errors.js';
 import { FINAL, zeroCounters } from './run-counters.js';
 
 /** Where runs execute and where their events and commands go, when not in this process. */
@@ -31,6 +32,8 @@ export interface RunExecutor {
     announced(record: RunRecord, spec: () => Promise<RunSpec | undefined>): void;
   }): Promise<void>;
   close(): Promise<void>;
+  /** How long a start waits for the executor to take the run. Default 10 s. */
+  readonly enqueueTimeoutMs?: number;
 }
 
 interface Followed {
@@ -83,10 +86,39 @@ export class RemoteRuns {
     await this.followed.get(runId)?.done;
   }
 
-  /** Records nothing itself: the run is in the catalog and its spec written (RunManager.start). */
+  /**
+   * Records nothing itself: the run is in the catalog and its spec written (RunManager.start).
+   * Followed once enqueued; an executor that does not take it in time is refused by name.
+   */
   async start(rec: RunRecord, spec: RunSpec, breakpoints: string[]): Promise<void> {
+    const ms = this.h.executor.enqueueTimeoutMs ?? 10_000;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new HttpError(
+              503,
+              'redis_unavailable',
+              `the run queue (Redis) did not take run ${rec.id} within ${ms} ms; it was not recorded here, and starts only if Redis took it after all`,
+            ),
+          ),
+        ms,
+      );
+    });
+    try {
+      await Promise.race([this.h.executor.enqueue(rec, spec, breakpoints), late]);
+    } catch (e) {
+      if (e instanceof HttpError) throw e;
+      throw new HttpError(
+        503,
+        'redis_unavailable',
+        `the run queue (Redis) refused run ${rec.id}: ${String(e)}`,
+      );
+    } finally {
+      clearTimeout(timer);
+    }
     this.follow(rec);
-    await this.h.executor.enqueue(rec, spec, breakpoints);
   }
 
   command(runId: string, cmd: RunCommand): Promise<void> {
