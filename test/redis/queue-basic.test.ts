@@ -174,6 +174,43 @@ describe('operations', () => {
     }
   });
 
+  it('a run paused by a command stays paused when another worker takes it over, and resumes on command', async () => {
+    const counter = join(tmp(), 'count.txt');
+    const w1 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4) });
+    w1.start();
+    const id = await start({ flow: batteryFlow(60), input: 'go' });
+    const status = () => server.store.catalog.data.runs[id]?.status;
+    for (let i = 0; i < 200 && (server.store.catalog.data.runs[id]?.lastSeq ?? 0) < 3; i++)
+      await new Promise((r) => setTimeout(r, 25));
+    await fetch(`${url}/api/runs/${id}/commands`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'pause' }),
+    });
+    for (let i = 0; i < 200 && status() !== 'paused'; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(status()).toBe('paused');
+    await w1.close(200);
+    const w2 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4) });
+    w2.start();
+    try {
+      for (let i = 0; i < 100 && !w2.running.includes(id); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(w2.running).toEqual([id]);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(status()).toBe('paused');
+      expect(server.store.readEvents(id).some((e) => e.type === 'run.completed')).toBe(false);
+      await fetch(`${url}/api/runs/${id}/commands`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'resume' }),
+      });
+      expect(await server.runs.settled(id)).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+      const evs = await events(id);
+      expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+    } finally {
+      await w2.close();
+    }
+  });
+
   it('a run that fails on every worker stops after bounded tries with a named error', async () => {
     const id = await start({ flow: batteryFlow(2), input: 'go' });
     let tries = 0;

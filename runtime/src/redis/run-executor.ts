@@ -29,6 +29,7 @@ import {
   readJournal,
   readSpec,
   readStoredCheckpoint,
+  wasPaused,
 } from './run-state.js';
 import type { RunScripts } from './scripts.js';
 
@@ -113,6 +114,7 @@ export async function executeRun(
   }
   const tail = stored ? await eventsAfter(redis, keys, runId, stored.cp.seq, 100_000) : [];
   const calls = await readJournal(redis, keys, runId);
+  const paused = stored ? await wasPaused(redis, keys, runId) : false;
   const runFlow = await d.loadEngine();
 
   const lock = keys.lock(runId);
@@ -216,6 +218,8 @@ export async function executeRun(
   else if (retry) d.logger.info({ runId }, 'run started again');
 
   const handle = runFlow(spec.flow, spec.input, options);
+  // Paused when its worker stopped: paused again, as a restarted server does (run-recovery.ts).
+  if (paused) handle.send({ type: 'pause' });
 
   // Commands, in order, from where the checkpoint left them (a replayed turn gets them again).
   // Read when the worker is told one came (`poke`, from its one subscription) and on a timer.

@@ -47,6 +47,20 @@ export async function lastEvent(r: Redis, k: RedisKeys, runId: string): Promise<
   return entries[0] ? eventOf(entries[0]) : undefined;
 }
 
+/**
+ * Whether the run was paused when its last worker stopped: its latest run.paused comes after its
+ * latest run.resumed (a pause is not in the engine's checkpoint; the host pauses a resumed run).
+ */
+export async function wasPaused(r: Redis, k: RedisKeys, runId: string): Promise<boolean> {
+  const entries = (await r.xrevrange(k.events(runId), '+', '-', 'COUNT', 500)) as StreamEntry[];
+  for (const e of entries) {
+    const t = eventOf(e).type;
+    if (t === 'run.paused') return true;
+    if (t === 'run.resumed' || t === 'run.started') return false;
+  }
+  return false;
+}
+
 export async function readStoredCheckpoint(
   r: Redis,
   k: RedisKeys,
