@@ -14,9 +14,11 @@ import { registerReplay } from './commands/replay.js';
 import { registerResume } from './commands/resume.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
+import { registerStatus } from './commands/status.js';
 import { registerTest } from './commands/test.js';
 import { registerTrust } from './commands/trust.js';
 import { registerValidate } from './commands/validate.js';
+import { registerWorker } from './commands/worker.js';
 import { type CliContext, EXIT } from './context.js';
 
 const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
@@ -31,6 +33,8 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerReplay,
   registerDiff,
   registerPin,
+  registerWorker,
+  registerStatus,
 ];
 
 export { EXIT };

@@ -115,6 +115,11 @@ export interface ServerOptions {
   attach?: Partial<AttachLimits>;
   /** MCP sessions of `/mcp` kept at once (default 256; the least recently used is closed past it). */
   mcpSessions?: number;
+  /**
+   * Scale-out (`--redis URL`, SWITCHBOARD_REDIS_URL): runs are enqueued on Redis for
+   * `switchboard worker` processes instead of running here. Without it, nothing changes.
+   */
+  redis?: { url: string; prefix?: string; enqueueTimeoutMs?: number };
 }
 
 export interface SwitchboardServer {
@@ -279,10 +284,19 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   // provisional clients also once written (they learn of durability after).
   let hub!: EventHub;
   const watchers = new RunWatchers();
+  const redisUrl = options.redis?.url ?? (env.SWITCHBOARD_REDIS_URL || undefined);
+  const executor = redisUrl
+    ? new (await import('../redis/queue-executor.js')).QueueExecutor({
+        url: redisUrl,
+        ...(options.redis?.prefix ? { prefix: options.redis.prefix } : {}),
+        ...(options.redis?.enqueueTimeoutMs ? { enqueueTimeoutMs: options.redis.enqueueTimeoutMs } : {}),
+      })
+    : undefined;
   const runs = new RunManager({
     outbound,
     secrets,
     ...options.runs,
+    ...(executor ? { executor } : {}),
     tools,
     store,
     publish: (runId: string, events: RunEvent[], lines?: LogLine[]) => {
@@ -333,7 +347,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
       return true;
     },
   });
-  runs.remote = attached;
+  runs.attached = attached;
 
   await app.register(fastifyWebsocket, {
     options: {

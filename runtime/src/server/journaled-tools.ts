@@ -45,8 +45,11 @@ export function maybeExecutedResult(tool: string, n: number): ToolResult {
   };
 }
 
+/** What the wrapper needs of a journal: the file one (store/tool-journal.ts) or a Redis one. */
+export type CallJournal = Pick<ToolJournal, 'calls' | 'intent' | 'done'>;
+
 export interface JournalState {
-  journal: ToolJournal;
+  journal: CallJournal;
   /** Seq of the checkpoint the run continues from (0 before the first). */
   checkpointSeq: number;
   /** Calls made since that checkpoint in an earlier process, not yet replayed. */
@@ -62,7 +65,7 @@ export interface JournalState {
   onStoreError?: (e: unknown) => void;
 }
 
-export function journalState(journal: ToolJournal, resumedFromSeq: number | undefined): JournalState {
+export function journalState(journal: CallJournal, resumedFromSeq: number | undefined): JournalState {
   const replay =
     resumedFromSeq === undefined ? [] : journal.calls.filter((c) => c.intent.cp === resumedFromSeq);
   return { journal, checkpointSeq: resumedFromSeq ?? 0, replay };

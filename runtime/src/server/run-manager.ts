@@ -28,6 +28,7 @@ import type { ToolHost } from '../tools/types.js';
 import { CheckpointPolicy, type SliceOptions } from './checkpoint-policy.js';
 import { type JournalState, journaledTools, journalState } from './journaled-tools.js';
 import { afterPoll } from './loop-turn.js';
+import { RemoteRuns, type RunExecutor } from './remote-runs.js';
 import {
   applyEvent,
   FINAL,
@@ -77,6 +78,11 @@ export interface RunManagerOptions {
   slice?: Partial<SliceOptions>;
   /** Resume runs the disk paused once writes succeed again (default true). */
   autoResume?: boolean;
+  /**
+   * Where runs execute when not here (workers on a queue: redis/queue-executor.ts). This
+   * process then starts no run itself: it records, enqueues and follows each one.
+   */
+  executor?: RunExecutor;
 }
 
 /**
@@ -103,7 +109,7 @@ export class FlowInvalidError extends Error {
 }
 
 /** Runs another process hosts and streams here (attach-host.ts): commands go to that process. */
-export interface RemoteRuns {
+export interface AttachedRuns {
   owns(runId: string): boolean;
   isLive(runId: string): boolean;
   command(runId: string, cmd: RunCommand): void;
@@ -143,16 +149,24 @@ export class RunManager {
   private readonly unsubscribe: () => void;
 
   private readonly recovery: RunRecovery;
+  private readonly remote: RemoteRuns | undefined;
 
   /** Attached runs: hosted by their own process, never resumed or commanded here. */
-  remote: RemoteRuns | undefined;
+  attached: AttachedRuns | undefined;
 
   constructor(private readonly o: RunManagerOptions) {
     this.log = o.logger ?? silent;
+    if (o.executor)
+      this.remote = new RemoteRuns({
+        store: o.store,
+        executor: o.executor,
+        watch: (runId, commit, rec) => this.watch(runId, commit, rec),
+        log: this.log,
+      });
     this.recovery = new RunRecovery({
       store: o.store,
       log: this.log,
-      hosted: (runId) => this.active.has(runId) || this.remote?.owns(runId) === true,
+      hosted: (runId) => this.active.has(runId) || this.attached?.owns(runId) === true,
       closing: () => this.closing || o.autoResume === false,
       loadEngine: () => this.loadEngine(),
       launch: (runFlow, rec, spec, cp) => this.launch(runFlow, rec, spec, cp),
@@ -174,21 +188,26 @@ export class RunManager {
   /** Hosted here and recording (a run the disk stopped is not, even while its files close). */
   isLive(runId: string): boolean {
     const a = this.active.get(runId);
-    return (a !== undefined && !a.detached) || this.remote?.isLive(runId) === true;
+    return (
+      (a !== undefined && !a.detached) ||
+      this.attached?.isLive(runId) === true ||
+      this.remote?.has(runId) === true
+    );
   }
 
   /** Hosted by another process (attached), connected or not: commands go through `command`. */
   hostedElsewhere(runId: string): boolean {
-    return this.remote?.owns(runId) === true;
+    return this.attached?.owns(runId) === true;
   }
 
   get liveCount(): number {
-    return this.active.size;
+    return this.active.size + (this.remote?.size ?? 0);
   }
 
   /** Waits until a run hosted here has settled in the store (tests, CLI). */
   async settled(runId: string): Promise<RunRecord | undefined> {
     await this.active.get(runId)?.done;
+    await this.remote?.settled(runId);
     return this.store.catalog.data.runs[runId];
   }
 
@@ -215,7 +234,9 @@ export class RunManager {
     pins?: import('@switchboard/schemas').Pin[];
   }): Promise<RunRecord> {
     if (this.closing) throw new Error('the server is shutting down');
-    const runFlow = await this.loadEngine();
+    if (this.remote && p.fork)
+      throw new Error('forks run in the embedded server only, not on workers (--redis)');
+    const runFlow = this.remote ? undefined : await this.loadEngine();
     let flow = p.flow;
     if (!p.validated) {
       const { validate } = await import('@switchboard/nodes');
@@ -256,6 +277,10 @@ export class RunManager {
       await this.store.writeSpec(spec);
       runs[runId] = record;
       await this.store.catalog.save();
+      if (!runFlow) {
+        await this.remote!.start(record, spec, p.breakpoints ?? []);
+        return record;
+      }
       a = this.launch(runFlow, record, spec, undefined, true);
     } catch (e) {
       this.forks.delete(runId);
@@ -527,8 +552,14 @@ export class RunManager {
   }
 
   command(runId: string, cmd: RunCommand): void {
-    if (this.remote?.owns(runId)) {
-      this.remote.command(runId, cmd);
+    if (this.attached?.owns(runId)) {
+      this.attached.command(runId, cmd);
+      return;
+    }
+    if (this.remote?.has(runId)) {
+      this.remote
+        .command(runId, cmd)
+        .catch((e: unknown) => this.log.error({ runId, err: String(e) }, 'command not delivered'));
       return;
     }
     const a = this.active.get(runId);
@@ -547,11 +578,15 @@ export class RunManager {
     runId: string,
     opts: { pause?: boolean; allowInterrupted?: boolean } = {},
   ): Promise<'resumed' | 'interrupted' | 'final'> {
+    // Workers take runs over by themselves; nothing executes here.
+    if (this.remote) return Promise.resolve('interrupted');
     return this.recovery.resumeStored(runId, opts);
   }
 
   /** On start: every run the last process left live is resumed, paused by the disk, or interrupted. */
   recover(): ReturnType<RunRecovery['recover']> {
+    if (this.remote)
+      return this.remote.recover().then((resumed) => ({ resumed, interrupted: [], final: [], paused: [] }));
     return this.recovery.recover();
   }
 
@@ -563,6 +598,7 @@ export class RunManager {
     this.closing = true;
     this.unsubscribe();
     const errors: Error[] = [];
+    await this.remote?.close().catch((e: Error) => errors.push(e));
     for (const a of [...this.active.values()]) {
       // A run the disk already stopped is paused by it (and reported); its files are closing.
       if (a.detached) continue;

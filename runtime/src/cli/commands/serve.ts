@@ -17,6 +17,7 @@ export interface ServeOptions extends OperatorFlags {
   trustProxy?: string[];
   maxRuns?: string;
   quiet?: boolean;
+  redis?: string;
 }
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -111,7 +112,11 @@ export function registerServe(program: Command, ctx: CliContext): void {
       '--max-runs <n>',
       'runs live at once; more are refused with 429 (default $SWITCHBOARD_MAX_RUNS or 64)',
     )
-    .option('--quiet', 'only warnings and errors in the log');
+    .option('--quiet', 'only warnings and errors in the log')
+    .option(
+      '--redis <url>',
+      'scale out: enqueue runs on this Redis for `switchboard worker` processes (default $SWITCHBOARD_REDIS_URL)',
+    );
   addOperatorFlags(cmd).action(async (opts: ServeOptions) => {
     const port = Number(opts.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -121,6 +126,14 @@ export function registerServe(program: Command, ctx: CliContext): void {
     }
     if (opts.maxRuns !== undefined && !/^[1-9]\d{0,8}$/.test(opts.maxRuns)) {
       ctx.err(`switchboard serve: --max-runs must be a positive integer, not ${opts.maxRuns}\n`);
+      ctx.setExit(EXIT.usage);
+      return;
+    }
+    let redisUrl: string | undefined;
+    try {
+      redisUrl = (await import('../../redis/keys.js')).redisUrlFrom(opts.redis);
+    } catch (e) {
+      ctx.err(`switchboard serve: ${(e as Error).message}\n`);
       ctx.setExit(EXIT.usage);
       return;
     }
@@ -139,6 +152,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
         ...(opts.allowOutbound ? { allowOutbound: opts.allowOutbound } : {}),
         ...(opts.secretsConfig ? { secretsConfig: opts.secretsConfig } : {}),
         ...(opts.allowSecret ? { allowSecrets: opts.allowSecret } : {}),
+        ...(redisUrl ? { redis: { url: redisUrl } } : {}),
         logger: { level: opts.quiet ? 'warn' : 'info' },
       });
     } catch (e) {
@@ -160,6 +174,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
     }
     const r = server.recovered;
     ctx.out(`switchboard: listening on ${url} (data ${server.store.dir})\n`);
+    if (redisUrl) ctx.out('switchboard: runs are enqueued on Redis for `switchboard worker` processes\n');
     // Printed once, here, for the operator (the log never carries the token): the editor
     // takes the token from this address, keeps it and removes it from the address bar.
     if (server.editorRoutes.size > 0) ctx.out(`switchboard: open the editor at ${editor}\n`);
