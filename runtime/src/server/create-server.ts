@@ -256,6 +256,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   if (!tools) {
     const { createMcpToolHost } = await import('../tools/mcp-host.js');
     const { quoteWord } = await import('../mcp/command-line.js');
+    const { McpAuthStore, mcpAuthDir } = await import('../mcp/oauth/store.js');
     // A refusal names the command that approves the flow as stored here, on this machine.
     tools = ({ flow }) =>
       createMcpToolHost(flow, {
@@ -264,6 +265,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
         outboundPolicy: outbound,
         secrets,
         storeDir: store.dir,
+        mcpAuth: new McpAuthStore(mcpAuthDir(store.dir)),
       });
   }
 

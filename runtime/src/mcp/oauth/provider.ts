@@ -51,8 +51,15 @@ export class StoredOAuthProvider implements OAuthClientProvider {
     this.clientMetadataUrl = o.clientMetadataUrl;
   }
 
+  private cacheStamp = -1;
+
+  /** The stored entry, read again when its file changed (a login made by the CLI or the editor). */
   private entry(): StoredServerAuth {
-    this.cache ??= this.o.store.read(this.url) ?? { serverUrl: this.url };
+    const stamp = this.o.store.stamp(this.url);
+    if (!this.cache || stamp !== this.cacheStamp) {
+      this.cache = this.o.store.read(this.url) ?? { serverUrl: this.url };
+      this.cacheStamp = stamp;
+    }
     return this.cache;
   }
 
@@ -62,11 +69,7 @@ export class StoredOAuthProvider implements OAuthClientProvider {
     const { serverUrl: _u, ...rest } = e;
     this.o.store.write(this.url, rest);
     this.cache = e;
-  }
-
-  /** Forgets the in-memory copy so that a login made elsewhere (the CLI, the editor) is seen. */
-  reload(): void {
-    this.cache = undefined;
+    this.cacheStamp = this.o.store.stamp(this.url);
   }
 
   private get clientCredentials(): boolean {
@@ -74,7 +77,13 @@ export class StoredOAuthProvider implements OAuthClientProvider {
   }
 
   get redirectUrl(): string | undefined {
-    return this.clientCredentials ? undefined : (this.o.redirectUrl ?? DEFAULT_REDIRECT_URL);
+    if (this.clientCredentials) return undefined;
+    if (this.o.redirectUrl) return this.o.redirectUrl;
+    // Headless: nobody is sent anywhere, but the SDK wants the URL the client was registered with.
+    const c = this.entry().client;
+    const registered =
+      c && 'redirect_uris' in c && Array.isArray(c.redirect_uris) ? c.redirect_uris[0] : undefined;
+    return typeof registered === 'string' ? registered : DEFAULT_REDIRECT_URL;
   }
 
   get clientMetadata(): OAuthClientMetadata {
@@ -95,8 +104,9 @@ export class StoredOAuthProvider implements OAuthClientProvider {
   clientInformation(): OAuthClientInformationMixed | undefined {
     const e = this.entry();
     const c = e.client;
-    // A client registered for another callback cannot receive this one's code: register again.
-    const redirect = this.redirectUrl;
+    // A login whose callback differs from the one a client was registered for (another port)
+    // cannot receive that client's code: it registers again. Headless runs use what is stored.
+    const redirect = this.o.authorize ? this.redirectUrl : undefined;
     if (c && !e.preRegistered && redirect && 'redirect_uris' in c && Array.isArray(c.redirect_uris))
       if (!c.redirect_uris.includes(redirect)) return undefined;
     if (!c && !this.o.authorize && !this.clientCredentials) throw this.loginNeeded();

@@ -5,7 +5,8 @@
  * 0600. A flow never holds any of it: flows name servers, the operator's store holds the keys.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -54,6 +55,15 @@ export class McpAuthStore {
   fileOf(serverUrl: string): string {
     const key = createHash('sha256').update(canonicalServerUrl(serverUrl)).digest('hex');
     return join(this.dir, `${key}.json`);
+  }
+
+  /** When the entry's file last changed (0 when there is none): a cheap "did someone log in?". */
+  stamp(serverUrl: string): number {
+    try {
+      return statSync(this.fileOf(serverUrl)).mtimeMs;
+    } catch {
+      return 0;
+    }
   }
 
   read(serverUrl: string): StoredServerAuth | undefined {
@@ -136,7 +146,12 @@ export class McpAuthStore {
   }
 }
 
-/** `$SWITCHBOARD_HOME/mcp-auth` (the operator's own), or `<data>/mcp-auth` on a server. */
+/** `<data>/mcp-auth`: a server's logins live in its data directory. */
 export function mcpAuthDir(base: string): string {
   return join(base, 'mcp-auth');
+}
+
+/** The operator's own store: `$SWITCHBOARD_HOME/mcp-auth`, else `~/.switchboard/mcp-auth`. */
+export function defaultMcpAuthStore(env: Record<string, string | undefined> = process.env): McpAuthStore {
+  return new McpAuthStore(mcpAuthDir(env.SWITCHBOARD_HOME || join(homedir(), '.switchboard')));
 }
