@@ -4,6 +4,7 @@
  * - every client scenario of spec version 2025-11-25 against Switchboard's MCP client (the
  *   launcher `client.ts` drives `McpConnection` with the operator's OAuth store), auth included,
  *   against the suite's own authorization servers;
+ * - the extension scenario `auth/client-credentials-basic` (the operator's client credentials);
  * - the server scenarios that apply to a flow server against `switchboard mcp FLOW --http`.
  * `expected-failures.yml` lists what may fail, each entry with its reason; the suite itself
  * exits non-zero for an unlisted failure and for a listed scenario that passes.
@@ -24,6 +25,7 @@ const EXPECTED = join(HERE, 'expected-failures.yml');
 const SPEC = '2025-11-25';
 /** Our processes run on the machine's Node from the TypeScript sources (no build needed). */
 const TS = ['--conditions=source', '--import', join(REPO, 'node_modules/tsx/dist/loader.mjs')];
+const EXTENSIONS = ['auth/client-credentials-basic'];
 /** The scenarios of the server suite that a flow server can meet (the rest need prompts, resources, test tools). */
 const SERVER_SCENARIOS = [
   'server-initialize',
@@ -92,6 +94,9 @@ describe('MCP conformance suite', () => {
     expect(scenarios).toEqual(
       expect.arrayContaining(['initialize', 'tools_call', 'sse-retry', 'auth/scope-step-up']),
     );
+    // Beyond the spec version: the extension scenario of the operator's client_credentials
+    // (a pre-registered machine client, how headless runs get tokens with no person at all).
+    scenarios.push(...EXTENSIONS);
     const command = [process.execPath, ...TS, join(HERE, 'client.ts')].join(' ');
     const run = (s: string) =>
       runSuite([

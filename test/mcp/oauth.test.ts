@@ -9,12 +9,16 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { operatorRefusal } from '../../runtime/src/engine/error-info.js';
 import { McpConnection } from '../../runtime/src/mcp/connection.js';
 import { McpHostError } from '../../runtime/src/mcp/errors.js';
 import { StoredOAuthProvider } from '../../runtime/src/mcp/oauth/provider.js';
 import { McpAuthStore, mcpAuthDir } from '../../runtime/src/mcp/oauth/store.js';
+import { McpPool } from '../../runtime/src/mcp/pool.js';
+import { TrustStore } from '../../runtime/src/mcp/trust.js';
 import { createGuardedFetch } from '../../runtime/src/net/outbound.js';
-import { FIXTURES, REPO, tempDir } from '../fixtures/mcp/helpers.js';
+import { createMcpToolHost } from '../../runtime/src/tools/mcp-host.js';
+import { FIXTURES, never, REPO, runContext, tempDir, toolFlow } from '../fixtures/mcp/helpers.js';
 import { type OAuthMcpServer, startOAuthMcpServer } from './fixtures/oauth-server.js';
 
 /** The CLI from its TypeScript sources, workspace packages included (no build needed). */
@@ -155,5 +159,35 @@ describe('OAuth for remote MCP servers', () => {
     await expect(conn.listTools()).rejects.toMatchObject({ code: 'mcp.auth-required' });
     expect((await login(data)).code).toBe(0);
     expect((await call(conn)).isError).toBeFalsy();
+  }, 90_000);
+
+  it('a flow naming the server: the run’s tool node fails by name (auth_required, not retried) until the operator logs in', async () => {
+    const data = join(tmp.dir, 'data');
+    const pool = new McpPool();
+    try {
+      const host = createMcpToolHost(toolFlow({ remote: { url: as.url } }), {
+        pool,
+        trust: new TrustStore(join(tmp.dir, 'trust.json')),
+        outboundPolicy: { allowLoopback: true },
+        mcpAuth: new McpAuthStore(mcpAuthDir(data)),
+      });
+      const err = await host.toolsFor('a1', runContext('r1').ctx).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((err as McpHostError).code).toBe('mcp.auth-required');
+      const refusal = operatorRefusal(err);
+      expect(refusal).toMatchObject({ code: 'auth_required', retryable: false });
+      expect(refusal?.message).toContain('switchboard mcp-login');
+
+      expect((await login(data)).code).toBe(0);
+      const tools = await host.toolsFor('a1', runContext('r2').ctx);
+      expect(tools.map((t) => t.name)).toEqual(['t_remote__whoami']);
+      const r = await tools[0]!.call({ greeting: 'hi' }, { signal: never });
+      expect(r).toMatchObject({ isError: false });
+      expect(r.content).toMatch(/^hi, /);
+    } finally {
+      await pool.close();
+    }
   }, 90_000);
 });
