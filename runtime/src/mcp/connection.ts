@@ -386,10 +386,16 @@ export class McpConnection {
           }
         : undefined,
     );
+    // The SDK adds an abort listener to the signal it is given and never removes it; a run
+    // passes one signal to all its calls, so each call gets its own, relayed and let go after.
+    const own = new AbortController();
+    const relay = () => own.abort(o.signal.reason);
+    o.signal.addEventListener('abort', relay, { once: true });
+    if (o.signal.aborted) relay();
     const call = () =>
       Promise.race([
         client.callTool({ name, arguments: args }, undefined, {
-          signal: elicit ? AbortSignal.any([o.signal, clock.signal]) : o.signal,
+          signal: elicit ? AbortSignal.any([own.signal, clock.signal]) : own.signal,
           timeout: elicit ? MAX_TIMER_MS : o.timeoutMs,
           ...(o.onProgress ? { onprogress: o.onProgress } : {}),
         }),
@@ -422,6 +428,7 @@ export class McpConnection {
       }
       throw new McpHostError('mcp.protocol', `${name}: ${errorText(e)}`, { cause: e });
     } finally {
+      o.signal.removeEventListener('abort', relay);
       clock.clear();
       this.elicitors.delete(me);
     }
