@@ -1,0 +1,88 @@
+/**
+ * The server side of the editor's "Connect" (`PendingLogins`) against the real local
+ * authorization server: start gives the provider's page, the browser's return (the callback's
+ * query) completes the login into the server's store; a forged or replayed state is refused.
+ */
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { PendingLogins } from '../../runtime/src/mcp/oauth/connect.js';
+import { McpAuthStore, mcpAuthDir } from '../../runtime/src/mcp/oauth/store.js';
+import { createGuardedFetch } from '../../runtime/src/net/outbound.js';
+import { tempDir } from '../fixtures/mcp/helpers.js';
+import { type OAuthMcpServer, startOAuthMcpServer } from './fixtures/oauth-server.js';
+
+const CALLBACK = 'http://127.0.0.1:5170/api/mcp-auth/callback';
+let as: OAuthMcpServer;
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(async () => {
+  as = await startOAuthMcpServer();
+  tmp = tempDir('sb-mcp-connect-');
+});
+afterEach(async () => {
+  await as.close();
+  tmp.cleanup();
+});
+
+async function until(f: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 25));
+}
+
+describe('Connect: a login the server runs for its editor', () => {
+  it('page → callback → tokens in the server’s store; forged and replayed states refused', async () => {
+    const store = new McpAuthStore(mcpAuthDir(tmp.dir));
+    const logins = new PendingLogins({
+      store,
+      fetch: createGuardedFetch({ allowLoopback: true }),
+      redirectUrl: CALLBACK,
+    });
+    const started = await logins.start(as.url);
+    expect(started.status).toEqual({ state: 'pending' });
+    const page = new URL(started.authorizationUrl!);
+    expect(page.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(page.searchParams.get('redirect_uri')).toBe(CALLBACK);
+
+    // The popup: the provider approves and sends the browser back to the server's callback.
+    const res = await fetch(page, { redirect: 'manual' });
+    const back = new URL(res.headers.get('location')!);
+    expect(back.origin + back.pathname).toBe(CALLBACK);
+
+    const forged = new URLSearchParams(back.search);
+    forged.set('state', 'guessed');
+    expect(logins.callback(forged).ok).toBe(false);
+    expect(logins.callback(back.searchParams)).toEqual({
+      ok: true,
+      message: expect.stringContaining('authorized'),
+    });
+    expect(logins.callback(back.searchParams).ok).toBe(false); // used once
+
+    await until(() => logins.status(as.url).state !== 'pending');
+    expect(logins.status(as.url)).toEqual({ state: 'connected', tools: 1 });
+    const [file] = readdirSync(mcpAuthDir(tmp.dir));
+    expect(statSync(join(mcpAuthDir(tmp.dir), file!)).mode & 0o777).toBe(0o600);
+    expect(store.read(as.url)?.tokens?.access_token).toBe(as.seen.at(-1));
+
+    // Connected already: a second Connect needs no page.
+    const again = await logins.start(as.url);
+    expect(again.authorizationUrl).toBeUndefined();
+    expect(again.status).toEqual({ state: 'connected', tools: 1 });
+  });
+
+  it('a refusal on the provider’s page ends the login by name', async () => {
+    const store = new McpAuthStore(mcpAuthDir(tmp.dir));
+    const logins = new PendingLogins({
+      store,
+      fetch: createGuardedFetch({ allowLoopback: true }),
+      redirectUrl: CALLBACK,
+    });
+    const started = await logins.start(as.url);
+    const state = new URL(started.authorizationUrl!).searchParams.get('state')!;
+    const r = logins.callback(new URLSearchParams({ state, error: 'access_denied' }));
+    expect(r).toEqual({ ok: false, message: 'authorization refused: access_denied' });
+    await until(() => logins.status(as.url).state !== 'pending');
+    expect(logins.status(as.url)).toMatchObject({
+      state: 'failed',
+      message: expect.stringContaining('access_denied'),
+    });
+  });
+});
