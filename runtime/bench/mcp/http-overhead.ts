@@ -49,9 +49,11 @@ async function startServer() {
     const sid = req.headers['mcp-session-id'];
     let t = typeof sid === 'string' ? sessions.get(sid) : undefined;
     if (!t) {
-      const nt = new StreamableHTTPServerTransport({
+      const nt: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => sessions.set(id, nt),
+        onsessioninitialized: (id: string): void => {
+          sessions.set(id, nt);
+        },
       });
       const mcp = new McpServer({ name: 'bench', version: '1.0.0' });
       mcp.registerTool('echo', { inputSchema: { text: z.string() } }, async (a) => ({
