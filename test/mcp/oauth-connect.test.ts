@@ -10,6 +10,7 @@ import { PendingLogins } from '../../runtime/src/mcp/oauth/connect.js';
 import { McpAuthStore, mcpAuthDir } from '../../runtime/src/mcp/oauth/store.js';
 import { createGuardedFetch } from '../../runtime/src/net/outbound.js';
 import { tempDir } from '../fixtures/mcp/helpers.js';
+import { testServer } from '../server/helpers.js';
 import { type OAuthMcpServer, startOAuthMcpServer } from './fixtures/oauth-server.js';
 
 const CALLBACK = 'http://127.0.0.1:5170/api/mcp-auth/callback';
@@ -85,4 +86,65 @@ describe('Connect: a login the server runs for its editor', () => {
       message: expect.stringContaining('access_denied'),
     });
   });
+
+  it('over the server’s routes: connect needs the token, the callback is admitted by its state alone, tokens land in the data dir', async () => {
+    const TOKEN = 'k3Jx9_vQ2mZr8Lw4Tn6Yb1Hc5Fd7Gs0Pa2Ue4Io6';
+    const s = await testServer({ port: 0, token: TOKEN, allowOutbound: ['loopback'] });
+    try {
+      const { port } = await s.listen();
+      const base = `http://127.0.0.1:${port}`;
+      const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+      const denied = await fetch(`${base}/api/mcp-auth/connect`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url: as.url }),
+      });
+      expect(denied.status).toBe(401);
+      const bad = await fetch(`${base}/api/mcp-auth/connect`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ url: 'file:///etc/passwd' }),
+      });
+      expect(bad.status).toBe(400);
+      expect(await bad.text()).toContain('url:');
+
+      const r = await fetch(`${base}/api/mcp-auth/connect`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ url: as.url }),
+      });
+      expect(r.status).toBe(200);
+      const { authorizationUrl } = (await r.json()) as { authorizationUrl: string };
+      expect(new URL(authorizationUrl).searchParams.get('redirect_uri')).toBe(
+        `${base}/api/mcp-auth/callback`,
+      );
+
+      // The popup: the provider sends the browser back to the server, without the server token.
+      const page = await fetch(authorizationUrl, { redirect: 'manual' });
+      const back = page.headers.get('location')!;
+      const forged = new URL(back);
+      forged.searchParams.set('state', 'x<script>');
+      const refused = await fetch(forged);
+      expect(refused.status).toBe(400);
+      expect(await refused.text()).not.toContain('<script>alert');
+      const done = await fetch(back);
+      expect(done.status).toBe(200);
+      expect(await done.text()).toContain('authorized');
+
+      const statusUrl = `${base}/api/mcp-auth/status?url=${encodeURIComponent(as.url)}`;
+      let status: { state: string } = { state: 'pending' };
+      for (let i = 0; i < 200 && status.state === 'pending'; i++) {
+        await new Promise((res) => setTimeout(res, 25));
+        status = (await (
+          await fetch(statusUrl, { headers: { authorization: `Bearer ${TOKEN}` } })
+        ).json()) as { state: string };
+      }
+      expect(status).toEqual({ state: 'connected', tools: 1 });
+      const files = readdirSync(mcpAuthDir(s.dir));
+      expect(files).toHaveLength(1);
+      expect(statSync(join(mcpAuthDir(s.dir), files[0]!)).mode & 0o777).toBe(0o600);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
 });

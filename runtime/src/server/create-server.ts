@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import fastifyWebsocket from '@fastify/websocket';
 import type { RunEvent } from '@switchboard/schemas';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { McpAuthStore, mcpAuthDir } from '../mcp/oauth/store.js';
+import { createGuardedFetch } from '../net/outbound.js';
 import type { LogLine } from '../store/event-log.js';
 import { isStorageFault, toStorageError } from '../store/storage-error.js';
 import { lowSpaceFromEnv, type StorageHealthOptions } from '../store/storage-health.js';
@@ -29,6 +31,7 @@ import { RoomPersistence } from './room-persistence.js';
 import { RoomStates } from './room-states.js';
 import { registerCassetteRoute } from './routes-cassette.js';
 import { ID_PARAM, registerFlowRoutes } from './routes-flows.js';
+import { registerMcpAuthRoutes } from './routes-mcp-auth.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { FINAL, RunManager, type RunManagerOptions } from './run-manager.js';
 import {
@@ -256,7 +259,6 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   if (!tools) {
     const { createMcpToolHost } = await import('../tools/mcp-host.js');
     const { quoteWord } = await import('../mcp/command-line.js');
-    const { McpAuthStore, mcpAuthDir } = await import('../mcp/oauth/store.js');
     // A refusal names the command that approves the flow as stored here, on this machine.
     tools = ({ flow }) =>
       createMcpToolHost(flow, {
@@ -347,6 +349,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   );
   registerRunRoutes(app, store, runs, (id) => roomStore.settle(id), { maxRuns });
   registerCassetteRoute(app, store);
+  registerMcpAuthRoutes(app, {
+    store: new McpAuthStore(mcpAuthDir(store.dir)),
+    fetch: createGuardedFetch(outbound),
+  });
   const mcp = registerMcpRoute(app, {
     store,
     runs,

@@ -29,8 +29,8 @@ export interface PendingLoginsOptions {
   store: McpAuthStore;
   /** The guarded fetch (the server's outbound policy). */
   fetch: typeof fetch;
-  /** The server's callback route, e.g. `https://switchboard.example/api/mcp-auth/callback`. */
-  redirectUrl: string;
+  /** The server's callback route, e.g. `https://switchboard.example/api/mcp-auth/callback` (or per start). */
+  redirectUrl?: string;
   /** How long a person has to finish on the provider's page. Default 10 minutes. */
   ttlMs?: number;
 }
@@ -45,8 +45,12 @@ export class PendingLogins {
    * page when the stored login (refreshed if need be) or the operator's client credentials
    * were enough.
    */
-  async start(serverUrl: string): Promise<{ authorizationUrl?: string; status: LoginStatus }> {
+  async start(
+    serverUrl: string,
+    redirectUrl: string | undefined = this.o.redirectUrl,
+  ): Promise<{ authorizationUrl?: string; status: LoginStatus }> {
     const url = canonicalServerUrl(serverUrl);
+    if (!redirectUrl) throw new McpHostError('mcp.bad-config', 'a Connect login needs the callback URL');
     for (const [state, w] of this.byState)
       if (w.serverUrl === url) {
         clearTimeout(w.timer);
@@ -62,7 +66,7 @@ export class PendingLogins {
       serverUrl: url,
       store: this.o.store,
       label: 'connect',
-      redirectUrl: this.o.redirectUrl,
+      redirectUrl,
       authorize: (authorizationUrl) =>
         new Promise<string>((resolve, reject) => {
           const state = authorizationUrl.searchParams.get('state');
