@@ -206,7 +206,13 @@ describe('route inventory on a non-loopback bind', () => {
           remoteAddress: `10.0.${total >> 8}.${total & 255}`,
         });
         total++;
-        if (isPublic) {
+        if (isPublic && r.url === '/api/mcp-auth/callback') {
+          // Public so that a browser back from an OAuth provider reaches it; without the state
+          // of a login in progress it does nothing and says so.
+          publicAttempts++;
+          expect(res.statusCode, `${r.method} ${r.url}`).toBe(400);
+          expect(res.body).toContain('no login is waiting for this callback');
+        } else if (isPublic) {
           publicAttempts++;
           expect(res.statusCode, `${r.method} ${r.url}`).toBe(200);
           expect(res.body).not.toContain(SECRET);
@@ -219,7 +225,8 @@ describe('route inventory on a non-loopback bind', () => {
       }
     }
     expect(refused).toBe(total - publicAttempts);
-    expect(publicAttempts).toBe(bad.length * (1 + 2 * 4));
+    // health, the Connect callback, and the build's four files (GET and HEAD).
+    expect(publicAttempts).toBe(bad.length * (2 + 2 * 4));
     // Unknown API paths too, however spelled: never the page, never a 404 that tells what exists.
     for (const url of [
       '/api/nope',

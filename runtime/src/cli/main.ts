@@ -9,6 +9,7 @@ import { VERSION } from '../version.js';
 import { registerDiff } from './commands/diff.js';
 import { registerMcp } from './commands/mcp.js';
 import { registerMcpBuiltin } from './commands/mcp-builtin.js';
+import { registerMcpLogin } from './commands/mcp-login.js';
 import { registerPin } from './commands/pin.js';
 import { registerReplay } from './commands/replay.js';
 import { registerResume } from './commands/resume.js';
@@ -29,6 +30,7 @@ const REGISTRARS: Array<(program: Command, ctx: CliContext) => void> = [
   registerTrust,
   registerMcpBuiltin,
   registerMcp,
+  registerMcpLogin,
   registerTest,
   registerReplay,
   registerDiff,

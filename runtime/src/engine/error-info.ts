@@ -22,6 +22,8 @@ export function operatorRefusal(e: unknown): NodeError | undefined {
   const code = (e as { code?: unknown } | null)?.code;
   const message = e instanceof Error ? e.message : String(e);
   if (code === 'mcp.consent-required') return new NodeError('consent_required', message, 1, false);
+  // A server that needs the operator to log in (switchboard mcp-login): no retry logs in.
+  if (code === 'mcp.auth-required') return new NodeError('auth_required', message, 1, false);
   if (typeof code === 'string' && OPERATOR_CODES.has(code)) return new NodeError(code, message, 1, false);
   return undefined;
 }

@@ -5,6 +5,7 @@
  * lines, and survives its server dying: it reconnects once, and the second death is a clear,
  * sticky failure (`mcp.server-failed`) — never an exception that escapes into the process.
  */
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -24,6 +25,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ElicitationAnswer, ElicitationAsk, SamplingAnswer, SamplingAsk } from '../tools/types.js';
 import { errorText, McpHostError } from './errors.js';
+import type { StoredOAuthProvider } from './oauth/provider.js';
 import { readSamplingRequest, SAMPLING_REJECTED, samplingRefused } from './sampling.js';
 import { StderrLines } from './stderr-lines.js';
 
@@ -47,6 +49,8 @@ export type ServerSpec =
       headers: Record<string, string>;
       /** The guarded fetch of the outbound module: the SDK must never use the global fetch. */
       fetch: typeof fetch;
+      /** OAuth with the operator's stored credentials (`./oauth/`), when the operator has a store. */
+      auth?: StoredOAuthProvider;
     }
   | { kind: 'builtin'; key: string; label: string; create: () => McpServer };
 
@@ -123,7 +127,7 @@ export class McpConnection {
     return this.connecting;
   }
 
-  private async connect(): Promise<Client> {
+  private async connect(authRounds = 0): Promise<Client> {
     this.state = 'connecting';
     this.protocolErrors = 0;
     const client = new Client(
@@ -164,6 +168,21 @@ export class McpConnection {
       await this.dispose(client);
       if ((this.state as State) === 'closed')
         throw new McpHostError('mcp.server-failed', `${this.spec.label}: connection closed`);
+      // Authorization is not a crash: no restart is spent on it, and nothing sticks, so a
+      // login made meanwhile (mcp-login, the editor's Connect) works on the next use.
+      const authRetry = await this.afterAuthorization(e, transport, authRounds);
+      if (authRetry) return this.connect(authRounds + 1);
+      if (isAuthRequired(e) || e instanceof UnauthorizedError) {
+        // No restart either: each one would send the user to the authorization page again.
+        this.state = 'idle';
+        this.lastError = undefined;
+        if (isAuthRequired(e)) throw e;
+        throw new McpHostError(
+          'mcp.auth-required',
+          `${this.spec.label}: authorization did not succeed: ${errorText(e)}`,
+          { cause: e },
+        );
+      }
       this.deaths++;
       if (this.deaths > 1) return this.fail(`${this.spec.label}: could not start: ${why}`);
       // One more try straight away: a restart after a failed start counts as the one restart.
@@ -200,6 +219,7 @@ export class McpConnection {
     if (spec.kind === 'http') {
       return new StreamableHTTPClientTransport(new URL(spec.url), {
         fetch: spec.fetch,
+        ...(spec.auth ? { authProvider: spec.auth } : {}),
         requestInit: { headers: spec.headers },
         reconnectionOptions: {
           maxReconnectionDelay: 5000,
@@ -211,6 +231,20 @@ export class McpConnection {
     }
     // In-process: the linked pair is made in connect().
     return { start: async () => {}, send: async () => {}, close: async () => {} };
+  }
+
+  /**
+   * After the SDK sent the user to the authorization page (`UnauthorizedError` with a code held
+   * by the provider): exchanges the code for tokens. True when the failed step should be retried.
+   */
+  private async afterAuthorization(e: unknown, transport: Transport, rounds: number): Promise<boolean> {
+    const spec = this.spec;
+    if (spec.kind !== 'http' || !spec.auth || !(e instanceof UnauthorizedError) || rounds >= 2) return false;
+    const code = spec.auth.takeAuthorizationCode();
+    if (!code || !(transport instanceof StreamableHTTPClientTransport)) return false;
+    await transport.finishAuth(code);
+    this.log('info', 'authorized');
+    return true;
   }
 
   private onProtocolError(client: Client, e: Error): void {
@@ -408,15 +442,31 @@ export class McpConnection {
         : undefined,
     );
     const paused = elicit !== undefined || sample !== undefined;
-    try {
-      const r = await Promise.race([
+    // The SDK adds an abort listener to the signal it is given and never removes it; a run
+    // passes one signal to all its calls, so each call gets its own, relayed and let go after.
+    const own = new AbortController();
+    const relay = () => own.abort(o.signal.reason);
+    o.signal.addEventListener('abort', relay, { once: true });
+    if (o.signal.aborted) relay();
+    const call = () =>
+      Promise.race([
         client.callTool({ name, arguments: args }, undefined, {
-          signal: paused ? AbortSignal.any([o.signal, clock.signal]) : o.signal,
+          signal: paused ? AbortSignal.any([own.signal, clock.signal]) : own.signal,
           timeout: paused ? MAX_TIMER_MS : o.timeoutMs,
           ...(o.onProgress ? { onprogress: o.onProgress } : {}),
         }),
         clock.expired,
       ]);
+    try {
+      let r: Awaited<ReturnType<typeof call>>;
+      try {
+        r = await call();
+      } catch (e) {
+        // Step-up: the server wanted more scope, the user granted it; the call is sent again once.
+        const transport = this.transport;
+        if (!transport || !(await this.afterAuthorization(e, transport, 0))) throw e;
+        r = await call();
+      }
       return r as CallToolResult;
     } catch (e) {
       if (e instanceof McpHostError) throw e;
@@ -434,6 +484,7 @@ export class McpConnection {
       }
       throw new McpHostError('mcp.protocol', `${name}: ${errorText(e)}`, { cause: e });
     } finally {
+      o.signal.removeEventListener('abort', relay);
       clock.clear();
       this.elicitors.delete(me);
       this.samplers.delete(me);
@@ -467,6 +518,10 @@ export class McpConnection {
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function isAuthRequired(e: unknown): e is McpHostError {
+  return e instanceof McpHostError && e.code === 'mcp.auth-required';
+}
 
 /** A timeout that can stop while something else (a person) is being waited for. */
 class PausableTimeout {

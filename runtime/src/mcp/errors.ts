@@ -14,7 +14,8 @@ export type McpErrorCode =
   | 'mcp.tool-unknown'
   | 'mcp.path-refused'
   | 'mcp.root-refused'
-  | 'mcp.command-refused';
+  | 'mcp.command-refused'
+  | 'mcp.auth-required';
 
 export class McpHostError extends Error {
   readonly code: McpErrorCode;

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import fastifyWebsocket from '@fastify/websocket';
 import type { RunEvent } from '@switchboard/schemas';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { McpAuthStore, mcpAuthDir } from '../mcp/oauth/store.js';
+import { createGuardedFetch } from '../net/outbound.js';
 import type { LogLine } from '../store/event-log.js';
 import { isStorageFault, toStorageError } from '../store/storage-error.js';
 import { lowSpaceFromEnv, type StorageHealthOptions } from '../store/storage-health.js';
@@ -32,6 +34,7 @@ import { RoomPersistence } from './room-persistence.js';
 import { RoomStates } from './room-states.js';
 import { registerCassetteRoute } from './routes-cassette.js';
 import { ID_PARAM, registerFlowRoutes } from './routes-flows.js';
+import { registerMcpAuthRoutes } from './routes-mcp-auth.js';
 import { registerPinRoutes, runPins } from './routes-pins.js';
 import { registerRunRoutes } from './routes-runs.js';
 import { FINAL, RunManager, type RunManagerOptions } from './run-manager.js';
@@ -277,6 +280,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
         outboundPolicy: outbound,
         secrets,
         storeDir: store.dir,
+        mcpAuth: new McpAuthStore(mcpAuthDir(store.dir)),
       });
   }
 
@@ -398,6 +402,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     notify: (flowId, list) => hub.notifyFlow(flowId, { type: 'pins', flowId, pins: list }),
   });
   registerCassetteRoute(app, store);
+  registerMcpAuthRoutes(app, {
+    store: new McpAuthStore(mcpAuthDir(store.dir)),
+    fetch: createGuardedFetch(outbound),
+  });
   const mcp = registerMcpRoute(app, {
     store,
     runs,

@@ -15,7 +15,12 @@ import { addressPrefix, type FailureLimiter, tokenFrom, tokenMatches } from './s
 import { isApiPath, SPA_FALLBACK } from './static-editor.js';
 
 /** API routes that answer without a token (reviewed: they reveal nothing but liveness). */
-export const PUBLIC_ROUTES = new Set(['GET /api/health', 'HEAD /api/health']);
+export const PUBLIC_ROUTES = new Set([
+  'GET /api/health',
+  'HEAD /api/health',
+  // The OAuth provider's redirect back to a Connect login: admitted by its single-use state.
+  'GET /api/mcp-auth/callback',
+]);
 
 export interface GuardConfig {
   token?: string;

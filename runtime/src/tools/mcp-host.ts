@@ -17,6 +17,8 @@ import type { McpConnection, ServerSpec } from '../mcp/connection.js';
 import { requireFlowConsent, serverCommandLine } from '../mcp/consent.js';
 import { envRefsIn, minimalEnv, resolveEnvRefs } from '../mcp/env.js';
 import { errorText, McpHostError } from '../mcp/errors.js';
+import { StoredOAuthProvider } from '../mcp/oauth/provider.js';
+import { canonicalServerUrl, defaultMcpAuthStore, type McpAuthStore } from '../mcp/oauth/store.js';
 import { toolPinHash } from '../mcp/pins.js';
 import { getMcpPool, type McpPool } from '../mcp/pool.js';
 import { TrustStore } from '../mcp/trust.js';
@@ -50,6 +52,11 @@ export interface McpToolHostOptions {
   secrets?: SecretsPolicy;
   /** Absolute roots the `filesystem` built-in may be given. */
   allowedRoots?: string[];
+  /**
+   * The operator's OAuth logins for remote MCP servers (`switchboard mcp-login`). Default:
+   * `$SWITCHBOARD_HOME/mcp-auth`; a server passes the one in its data directory.
+   */
+  mcpAuth?: McpAuthStore;
   /** The server's data directory: no built-in root may contain it or reach into it beyond the run's folder. */
   storeDir?: string;
   /** Per-call timeout when the tool node sets none. Default 30 000 ms. */
@@ -145,6 +152,7 @@ function redactResult(r: ToolResult, secrets: readonly BoundSecret[]): ToolResul
 
 /** Creates the MCP-backed ToolHost for one flow. */
 export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}): ToolHost {
+  const authStore = options.mcpAuth ?? defaultMcpAuthStore(options.env ?? process.env);
   const pool = options.pool ?? getMcpPool();
   const trust = options.trust ?? new TrustStore();
   const env = options.env ?? process.env;
@@ -217,13 +225,21 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
       const headers = dict<string>();
       for (const [k, v] of Object.entries(cfg.headers ?? {}))
         headers[k] = resolveEnvRefs(v, env, `${where}.headers.${k}`);
+      const fetch = createGuardedFetch(options.outboundPolicy ?? {}, { secrets });
+      // A server without an Authorization header of the flow's own may ask for OAuth: the SDK
+      // does it with the operator's stored login (headless: stored tokens, refresh, or the
+      // operator's client credentials; never a browser).
+      const ownAuth = Object.keys(headers).some((h) => h.toLowerCase() === 'authorization');
       return {
         kind: 'http',
-        key: `http:${sha(JSON.stringify([url, Object.entries(headers).sort(), options.outboundPolicy ?? {}]))}`,
+        key: `http:${sha(JSON.stringify([url, Object.entries(headers).sort(), options.outboundPolicy ?? {}, authStore.dir]))}`,
         label: name,
         url,
         headers,
-        fetch: createGuardedFetch(options.outboundPolicy ?? {}, { secrets }),
+        fetch,
+        ...(ownAuth || !oauthCapable(url)
+          ? {}
+          : { auth: new StoredOAuthProvider({ serverUrl: url, store: authStore, label: name }) }),
       };
     }
     const ctx = run.ctx;
@@ -441,4 +457,14 @@ export function createMcpToolHost(flow: Flow, options: McpToolHostOptions = {}):
       await pool.release(runId);
     },
   };
+}
+
+/** A URL the outbound module will refuse anyway (another scheme, credentials) gets no login. */
+function oauthCapable(url: string): boolean {
+  try {
+    canonicalServerUrl(url);
+    return true;
+  } catch {
+    return false;
+  }
 }
