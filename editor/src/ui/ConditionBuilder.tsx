@@ -5,7 +5,7 @@
  * changed, copying each object with its keys in order, so opening and saving changes nothing.
  */
 import type { ConditionT } from '@switchboard/schemas/core';
-import { useEffect, useRef, useState } from 'react';
+import { useState } from 'react';
 import {
   CONDITION_PATHS,
   type CompareOp,
@@ -23,7 +23,7 @@ import {
   withKey,
   withOp,
 } from '../model/conditionBuilder.js';
-import { Help, JsonEditor } from './fields.js';
+import { Help, JsonEditor, useDraftText } from './fields.js';
 import './ConditionBuilder.css';
 
 type Cond = Record<string, unknown>;
@@ -46,17 +46,7 @@ function PathSuggestions() {
 
 /** A value input that keeps what is typed until it parses, then writes the typed value. */
 function ValueInput(props: { kind: ValueKind; value: unknown; onChange(v: unknown): void; testid: string }) {
-  const external = valueText(props.kind, props.value);
-  const [text, setText] = useState(external);
-  const [error, setError] = useState('');
-  const last = useRef(external);
-  useEffect(() => {
-    if (external !== last.current) {
-      last.current = external;
-      setText(external);
-      setError('');
-    }
-  }, [external]);
+  const { text, setText, error, setError, wrote } = useDraftText(valueText(props.kind, props.value));
   if (props.kind === 'boolean')
     return (
       <select
@@ -88,7 +78,7 @@ function ValueInput(props: { kind: ValueKind; value: unknown; onChange(v: unknow
             return;
           }
           setError('');
-          last.current = valueText(props.kind, parsed.value);
+          wrote(valueText(props.kind, parsed.value));
           props.onChange(parsed.value);
         }}
       />

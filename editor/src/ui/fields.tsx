@@ -115,6 +115,27 @@ export function TemplateEditor(props: {
  * Edits a JSON value as text. The value is written only when the text parses (and, for JSON
  * Schema fields, looks like a schema); otherwise the error is shown and the document is untouched.
  */
+/**
+ * The text of a field whose typed value may not parse yet (JSON, a number, a list): it follows
+ * the document (undo, another editor) unless the document holds what this field last wrote.
+ */
+export function useDraftText(external: string) {
+  const [text, setText] = useState(external);
+  const [error, setError] = useState('');
+  const last = useRef(external);
+  useEffect(() => {
+    if (external !== last.current) {
+      last.current = external;
+      setText(external);
+      setError('');
+    }
+  }, [external]);
+  const wrote = (t: string) => {
+    last.current = t;
+  };
+  return { text, setText, error, setError, wrote };
+}
+
 export function JsonEditor(props: {
   label: string;
   value: unknown;
@@ -126,22 +147,12 @@ export function JsonEditor(props: {
 }) {
   const id = useId();
   const external = props.value === undefined ? '' : JSON.stringify(props.value, null, 2);
-  const [text, setText] = useState(external);
-  const [error, setError] = useState('');
-  const last = useRef(external);
-  useEffect(() => {
-    // Follow the document (undo, another editor) unless this text is what we wrote.
-    if (external !== last.current) {
-      last.current = external;
-      setText(external);
-      setError('');
-    }
-  }, [external]);
+  const { text, setText, error, setError, wrote } = useDraftText(external);
   const edit = (t: string) => {
     setText(t);
     if (t.trim() === '' && props.allowEmpty) {
       setError('');
-      last.current = '';
+      wrote('');
       props.onChange(undefined);
       return;
     }
@@ -158,7 +169,7 @@ export function JsonEditor(props: {
       return;
     }
     setError('');
-    last.current = JSON.stringify(v, null, 2);
+    wrote(JSON.stringify(v, null, 2));
     props.onChange(v);
   };
   return (
@@ -199,15 +210,7 @@ export function StringListEditor(props: {
   testid?: string;
 }) {
   const id = useId();
-  const external = (props.value ?? []).join('\n');
-  const [text, setText] = useState(external);
-  const last = useRef(external);
-  useEffect(() => {
-    if (external !== last.current) {
-      last.current = external;
-      setText(external);
-    }
-  }, [external]);
+  const { text, setText, wrote } = useDraftText((props.value ?? []).join('\n'));
   return (
     <div className="sb-field">
       <label htmlFor={id}>{props.label}</label>
@@ -220,7 +223,7 @@ export function StringListEditor(props: {
         onChange={(e) => {
           setText(e.target.value);
           const list = e.target.value.split('\n').filter((s) => s.trim() !== '');
-          last.current = list.join('\n');
+          wrote(list.join('\n'));
           props.onChange(list.length ? list : undefined, true);
         }}
       />

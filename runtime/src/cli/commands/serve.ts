@@ -7,6 +7,7 @@
 import type { Command } from 'commander';
 import { type CliContext, EXIT } from '../context.js';
 import { addOperatorFlags, type OperatorFlags } from '../operator-flags.js';
+import { untilStopSignal } from '../stop-signal.js';
 
 export interface ServeOptions extends OperatorFlags {
   port: string;
@@ -186,15 +187,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
       ctx.out(
         `switchboard: recovered runs: ${r.resumed.length} resumed, ${r.interrupted.length} interrupted\n`,
       );
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await untilStopSignal();
     ctx.out('switchboard: shutting down; live runs continue at the next start\n');
     // Bounded: a disk that hangs or a data directory that vanished must not keep the process
     // alive (an orchestrator would have to SIGKILL it); what could not be saved is named.

@@ -7,6 +7,7 @@
 import type { Command } from 'commander';
 import { type CliContext, EXIT } from '../context.js';
 import { addOperatorFlags, type OperatorFlags, operatorPolicyOf } from '../operator-flags.js';
+import { untilStopSignal } from '../stop-signal.js';
 
 interface WorkerFlags extends OperatorFlags {
   redis?: string;
@@ -79,15 +80,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
     ctx.out(
       `switchboard: worker ${w.id} takes runs from ${new URL(url).host} (concurrency ${opts.concurrency})\n`,
     );
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await untilStopSignal();
     const grace = Number(process.env.SWITCHBOARD_WORKER_GRACE_MS ?? 10_000);
     ctx.out(`switchboard: worker stopping; runs under way get ${grace} ms, then go back to the queue\n`);
     await w.close(Number.isFinite(grace) && grace >= 0 ? grace : 10_000);
