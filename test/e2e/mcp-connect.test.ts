@@ -7,6 +7,7 @@
  * the next run calls the tool with it. No token is in the flow or on the page.
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
@@ -20,7 +21,7 @@ import { DIST, launch, openFlowSettings, requireBuild, skipWelcome, WAIT, watchE
 
 const TOKEN = 'Zq8w_Lm3Pn6Rt9Vx2Yb5Cd8Fg1Hj4Kl7Mo0Qs3Tu6';
 
-function flowFor(mcpUrl: string): Flow {
+function flowFor(mcpUrl: string, server = 'oauth'): Flow {
   return {
     version: 1,
     id: 'oauth-connect',
@@ -34,10 +35,10 @@ function flowFor(mcpUrl: string): Flow {
         ],
       },
     },
-    mcpServers: { oauth: { url: mcpUrl } },
+    mcpServers: { [server]: { url: mcpUrl } },
     nodes: [
       { id: 'start', kind: 'start', position: { x: 0, y: 0 }, config: {} },
-      { id: 't_o', kind: 'tool', position: { x: 260, y: 200 }, config: { server: 'oauth' } },
+      { id: 't_o', kind: 'tool', position: { x: 260, y: 200 }, config: { server } },
       {
         id: 'a1',
         kind: 'agent',
@@ -166,5 +167,65 @@ describe('Connect an OAuth MCP server from the editor', { timeout: 180_000 }, ()
     }
     expect(errors).toEqual([]);
     await context.close();
+  });
+
+  it('a blocked popup leaves a link to click; a server that cannot be reached says why', async () => {
+    const second = await startOAuthMcpServer();
+    const gone = createNetServer();
+    await new Promise<void>((r) => gone.listen(0, '127.0.0.1', () => r()));
+    const deadUrl = `http://127.0.0.1:${(gone.address() as AddressInfo).port}/mcp`;
+    await new Promise<void>((r) => gone.close(() => r()));
+    try {
+      const flow: Flow = {
+        ...flowFor(second.url, 'second'),
+        id: 'oauth-blocked',
+        mcpServers: { second: { url: second.url }, dead: { url: deadUrl } },
+      };
+      const put = await fetch(`${base}/api/flows/${flow.id}`, {
+        method: 'PUT',
+        headers: { ...auth, origin: base, 'content-type': 'application/json' },
+        body: JSON.stringify(flow),
+      });
+      expect(put.status).toBeLessThan(300);
+      const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+      await skipWelcome(context);
+      // A popup blocker: window.open gives nothing.
+      await context.addInitScript(() => {
+        window.open = () => null;
+      });
+      const page = await context.newPage();
+      const errors = watchErrors(page);
+      await page.goto(`${base}/?flow=${flow.id}&token=${TOKEN}`);
+      await page.getByTestId('node-start').waitFor(WAIT);
+      await openFlowSettings(page);
+
+      await page.locator('[data-testid="server-second-auth-chip"][data-state="needs-sign-in"]').waitFor(WAIT);
+      await page.getByTestId('server-second-connect').click();
+      const link = page.getByTestId('server-second-connect-link');
+      await link.waitFor(WAIT);
+      expect(await link.getAttribute('href')).toContain(new URL('/authorize', second.url).href);
+      const tab = context.waitForEvent('page');
+      await link.click();
+      // The provider approves, the callback page closes its tab.
+      const opened = await tab;
+      await expect.poll(() => opened.isClosed(), WAIT).toBe(true);
+      await page.locator('[data-testid="server-second-auth-chip"][data-state="connected"]').waitFor(WAIT);
+      expect(await link.count()).toBe(0);
+
+      // Nobody answers at the dead server: the chip cannot tell, and Connect says why.
+      const dead = page.locator('[data-testid="server-dead-auth-chip"][data-state="unknown"]');
+      await dead.waitFor(WAIT);
+      expect(await dead.getAttribute('title')).toContain('Could not ask the MCP server');
+      await page.getByTestId('server-dead-connect').click();
+      const why = page.getByTestId('server-dead-connect-error');
+      await why.waitFor(WAIT);
+      expect(await why.textContent()).toMatch(/^Sign-in failed: .+/);
+      expect(await why.textContent()).toContain('ECONNREFUSED');
+      expect(await dead.getAttribute('title')).toContain('Could not ask the MCP server');
+      expect(errors).toEqual([]);
+      await context.close();
+    } finally {
+      await second.close();
+    }
   });
 });

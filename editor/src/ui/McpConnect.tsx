@@ -105,12 +105,14 @@ export function McpConnect({ name, url }: { name: string; url: string }) {
     try {
       const r = await api.mcpConnect(url);
       if (!mounted.current) return;
-      setStatus(r.status);
       if (!r.authorizationUrl) {
         popup?.close();
+        // Failing before any sign-in page (unreachable, refused): the chip keeps what it knew.
         if (r.status.state === 'failed') throw new Error(`Sign-in failed: ${r.status.message ?? ''}`);
+        setStatus(r.status);
         return;
       }
+      setStatus(r.status);
       if (popup && !popup.closed) popup.location.href = r.authorizationUrl;
       else setLink(r.authorizationUrl);
       const done = await waitConnected(api, url, popup, () => mounted.current);
