@@ -7,6 +7,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PendingLogins } from '../../runtime/src/mcp/oauth/connect.js';
+import { probeAuthNeed } from '../../runtime/src/mcp/oauth/probe.js';
 import { McpAuthStore, mcpAuthDir } from '../../runtime/src/mcp/oauth/store.js';
 import { createGuardedFetch } from '../../runtime/src/net/outbound.js';
 import { tempDir } from '../fixtures/mcp/helpers.js';
@@ -108,6 +109,15 @@ describe('Connect: a login the server runs for its editor', () => {
       expect(bad.status).toBe(400);
       expect(await bad.text()).toContain('url:');
 
+      const statusUrl = `${base}/api/mcp-auth/status?url=${encodeURIComponent(as.url)}`;
+      const getStatus = async () =>
+        (await (await fetch(statusUrl, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as {
+          state: string;
+        };
+      // Before any Connect, the status asks the MCP server whether it turns away a caller.
+      expect(await getStatus()).toEqual({ state: 'none', auth: 'required' });
+      const unauth = await fetch(statusUrl);
+      expect(unauth.status).toBe(401);
       const r = await fetch(`${base}/api/mcp-auth/connect`, {
         method: 'POST',
         headers: auth,
@@ -131,15 +141,13 @@ describe('Connect: a login the server runs for its editor', () => {
       expect(done.status).toBe(200);
       expect(await done.text()).toContain('authorized');
 
-      const statusUrl = `${base}/api/mcp-auth/status?url=${encodeURIComponent(as.url)}`;
       let status: { state: string } = { state: 'pending' };
       for (let i = 0; i < 200 && status.state === 'pending'; i++) {
         await new Promise((res) => setTimeout(res, 25));
-        status = (await (
-          await fetch(statusUrl, { headers: { authorization: `Bearer ${TOKEN}` } })
-        ).json()) as { state: string };
+        status = await getStatus();
       }
       expect(status).toEqual({ state: 'connected', tools: 1 });
+      expect(JSON.stringify(status)).not.toContain(as.seen.at(-1)!);
       const files = readdirSync(mcpAuthDir(s.dir));
       expect(files).toHaveLength(1);
       expect(statSync(join(mcpAuthDir(s.dir), files[0]!)).mode & 0o777).toBe(0o600);
@@ -147,4 +155,19 @@ describe('Connect: a login the server runs for its editor', () => {
       await s.close();
     }
   }, 60_000);
+
+  it('the status probe: a stored login, a server that needs one, one that needs none, a refused destination', async () => {
+    const store = new McpAuthStore(mcpAuthDir(tmp.dir));
+    const loopback = createGuardedFetch({ allowLoopback: true });
+    expect(await probeAuthNeed(as.url, store, loopback)).toEqual({ auth: 'required' });
+    // The authorization server's metadata answers without a login: a server that needs none.
+    const open = new URL('/.well-known/oauth-authorization-server', as.url).href;
+    expect(await probeAuthNeed(open, store, loopback)).toEqual({ auth: 'open' });
+    const refused = await probeAuthNeed(as.url, store, createGuardedFetch({}));
+    expect(refused).toMatchObject({ auth: 'unknown', message: expect.stringContaining('loopback') });
+    store.write(as.url, { tokens: { access_token: 'stored-one', token_type: 'bearer' } });
+    const before = as.seen.length;
+    expect(await probeAuthNeed(as.url, store, loopback)).toEqual({ auth: 'stored' });
+    expect(as.seen.length).toBe(before); // the stored token is never sent by the probe
+  });
 });

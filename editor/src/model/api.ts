@@ -70,6 +70,17 @@ export interface PinView extends Pin {
   problem?: string;
 }
 
+/**
+ * Where the server's login to an MCP server stands (`GET /api/mcp-auth/status`). With `none`
+ * (nobody pressed Connect since the server started), `auth` says whether a login is stored,
+ * the MCP server needs one, needs none, or could not be asked. Never a token.
+ */
+export interface McpAuthStatus {
+  state: 'none' | 'pending' | 'connected' | 'failed';
+  message?: string;
+  auth?: 'stored' | 'required' | 'open' | 'unknown';
+}
+
 /** A command to a live run, as `POST /api/runs/:id/commands` takes it. */
 export type RunCommandBody =
   | { type: 'pause' | 'resume' | 'step' }
@@ -330,6 +341,16 @@ export class FlowApi {
     const q = new URLSearchParams({ flowId, limit: String(limit) });
     const r = await this.call<{ runs: RunSummary[] }>('GET', `/api/runs?${q}`, 'Listing runs');
     return r.runs;
+  }
+
+  /** Starts the server's login to the MCP server at `url`: the provider's page to open, if any. */
+  async mcpConnect(url: string): Promise<{ authorizationUrl?: string; status: McpAuthStatus }> {
+    return this.call('POST', '/api/mcp-auth/connect', 'Connecting the MCP server', { url });
+  }
+
+  async mcpAuthStatus(url: string): Promise<McpAuthStatus> {
+    const q = new URLSearchParams({ url });
+    return this.call('GET', `/api/mcp-auth/status?${q}`, 'Reading the sign-in status');
   }
 
   /** A WebSocket address on this server (`/api/ws`, `/api/yjs`), `ws:` or `wss:` as the page. */

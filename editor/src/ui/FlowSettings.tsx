@@ -7,6 +7,7 @@ import { useId, useState } from 'react';
 import type { JsonSchema } from '../model/schemaForm.js';
 import { useDocVersion, useEditor } from './context.js';
 import { Help, JsonEditor, useSharedText } from './fields.js';
+import { McpConnect } from './McpConnect.js';
 import { type RefChoices, SchemaForm } from './SchemaForm.js';
 
 const ENV_REF = /^\$\{env:[A-Za-z_][A-Za-z0-9_]*\}$/;
@@ -349,6 +350,7 @@ function ServersEditor() {
             {'url' in s && (
               <>
                 <TextField label="URL" value={s.url} onChange={(v) => put({ ...s, url: v }, true)} />
+                <McpConnect name={name} url={s.url} />
                 <JsonEditor
                   label="Headers (values: ${env:NAME} for secrets)"
                   value={s.headers}

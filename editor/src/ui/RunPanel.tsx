@@ -21,6 +21,7 @@ import type { EditorStore } from '../store/editorStore.js';
 import { ComparePanel } from './ComparePanel.js';
 import { useDocVersion, useEditor, useKeyed } from './context.js';
 import { ElicitationForm } from './ElicitationForm.js';
+import { AuthRequiredHint } from './McpConnect.js';
 import { OpenedNote, RunHistory } from './RunHistory.js';
 import { Scrubber } from './Scrubber.js';
 
@@ -276,6 +277,7 @@ function Output({ snap }: { snap: RunSnapshot }) {
     return (
       <div className="sb-run-output sb-tone-error" data-testid="run-error" role="alert">
         <strong>{v.error.code}</strong> {v.error.message}
+        {v.error.code === 'auth_required' && <AuthRequiredHint message={v.error.message} />}
       </div>
     );
   return null;

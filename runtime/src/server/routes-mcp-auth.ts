@@ -6,11 +6,13 @@
  * - `GET /api/mcp-auth/callback`: where the provider sends the browser back. It is public (the
  *   browser coming back from the provider does not carry the server's token): the single-use,
  *   expiring `state` that the login put in the authorization URL is what admits it;
- * - `GET /api/mcp-auth/status?url=` → `{ state: none | pending | connected | failed }`.
+ * - `GET /api/mcp-auth/status?url=` → `{ state: none | pending | connected | failed }`; with
+ *   `none`, also `auth` (probe.ts): a login is stored, the server needs one, needs none, or unknown.
  */
 import type { FastifyInstance } from 'fastify';
 import { McpHostError } from '../mcp/errors.js';
 import { PendingLogins } from '../mcp/oauth/connect.js';
+import { probeAuthNeed } from '../mcp/oauth/probe.js';
 import type { McpAuthStore } from '../mcp/oauth/store.js';
 import { HttpError } from './errors.js';
 
@@ -54,11 +56,14 @@ export function registerMcpAuthRoutes(
     '/api/mcp-auth/status',
     { schema: { summary: 'Where a Connect login stands', querystring: urlBody } },
     async (req) => {
+      let status: ReturnType<typeof logins.status>;
       try {
-        return logins.status(req.query.url);
+        status = logins.status(req.query.url);
       } catch (e) {
         return badUrl(e);
       }
+      if (status.state !== 'none') return status;
+      return { ...status, ...(await probeAuthNeed(req.query.url, d.store, d.fetch)) };
     },
   );
 
