@@ -10,8 +10,9 @@
  */
 import { hostname } from 'node:os';
 import type { Flow, RunEvent } from '@switchboard/schemas';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import type { RunCommand } from '../engine/types.js';
+import { operatorWebSocket } from '../net/operator-socket.js';
 
 export interface AttachClientOptions {
   /** The server's address (`http://host:port`, `ws://…`, or either with `/api/attach`). */
@@ -175,7 +176,7 @@ export class AttachClient {
    */
   private flush(): void {
     const ws = this.ws;
-    if (this.state !== 'attached' || !ws || ws.readyState !== WebSocket.OPEN) return;
+    if (this.state !== 'attached' || !ws || ws.readyState !== ws.OPEN) return;
     const batch = Math.min(this.o.batch ?? 500, this.maxBatch);
     let from = this.pending.findIndex((e) => e.seq > this.sentSeq);
     if (from === -1) return;
@@ -224,7 +225,11 @@ export class AttachClient {
     if (this.state === 'refused' || this.state === 'closed') return;
     const headers: Record<string, string> = {};
     if (this.o.token) headers.authorization = `Bearer ${this.o.token}`;
-    const ws = new WebSocket(this.url, { headers, maxPayload: 4 * 1024 * 1024, handshakeTimeout: 10_000 });
+    const ws = operatorWebSocket(this.url, {
+      headers,
+      maxPayload: 4 * 1024 * 1024,
+      handshakeTimeout: 10_000,
+    });
     this.ws = ws;
     let refusedWith: string | undefined;
     ws.on('unexpected-response', (_req, res) => {
@@ -249,7 +254,7 @@ export class AttachClient {
     // missing pongs, dropped, and reconnected: the run's events are not held back forever.
     let alive = true;
     const beat = setInterval(() => {
-      if (ws.readyState !== WebSocket.OPEN) return;
+      if (ws.readyState !== ws.OPEN) return;
       if (!alive) return void ws.terminate();
       alive = false;
       ws.ping();
