@@ -55,7 +55,8 @@ export function watchErrors(page: Page): string[] {
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
+    // A failed request's message does not name the resource: its location does.
+    if (m.type() === 'error') errors.push(m.location().url ? `${m.text()} [${m.location().url}]` : m.text());
   });
   return errors;
 }

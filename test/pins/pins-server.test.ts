@@ -238,6 +238,13 @@ describe('pins over REST', () => {
     expect((await s.req({ method: 'GET', url: '/api/flows/doc/pins' })).json().pins).toHaveLength(1);
     // Deleting the flow deletes its pins: the id written again starts with none.
     expect((await s.req({ method: 'DELETE', url: '/api/flows/doc' })).statusCode).toBeLessThan(300);
+    // An editor still showing the deleted flow reads no pins (not an error); pinning into it is 410.
+    const gone = await s.req({ method: 'GET', url: '/api/flows/doc/pins' });
+    expect([gone.statusCode, gone.json().pins]).toEqual([200, []]);
+    expect(
+      (await s.req({ method: 'PUT', url: '/api/flows/doc/pins/writer', payload: { fromRun: 'r_x' } }))
+        .statusCode,
+    ).toBe(410);
     expect((await saveFlow(routed('doc', LIVE))).statusCode).toBeLessThan(300);
     expect((await s.req({ method: 'GET', url: '/api/flows/doc/pins' })).json().pins).toEqual([]);
   });

@@ -100,6 +100,10 @@ export function registerPinRoutes(app: FastifyInstance, d: PinRoutesDeps): void 
       },
     },
     async (req) => {
+      // A deleted flow's pins went with it: an editor still showing it reads none (not an error
+      // its console would report); pinning into it stays 410.
+      await d.settleFlow(req.params.id);
+      if (!d.records.get(req.params.id) && d.records.deleted(req.params.id)) return { pins: [] };
       const flow = await flowOf(req.params.id);
       return { pins: pinViews(await d.pins.get(req.params.id), flow) };
     },
