@@ -109,7 +109,16 @@ writeFileSync(
   `# Switchboard ${version}\n\nA visual, collaborative builder and runtime for multi-agent LLM flows: the CLI, the server with the editor, and the library.\n\n${section.replace(/^## /, '## ').trim()}\n`,
 );
 
-// 7. The manifest.
+// 7. The manifest. Scale-out on Redis is opt-in: bullmq and ioredis are optional peers, so a plain
+// install stays free of bullmq's native add-on (and its install script); `--redis` without them
+// says what to install (runtime/src/redis/packages.ts).
+const OPTIONAL_PEERS = ['bullmq', 'ioredis'];
+const peerDependencies = {};
+for (const name of OPTIONAL_PEERS)
+  if (dependencies[name]) {
+    peerDependencies[name] = dependencies[name];
+    delete dependencies[name];
+  }
 const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const manifest = {
   name: 'switchboard',
@@ -128,6 +137,8 @@ const manifest = {
   files: ['bin', 'dist', 'types', 'schemas', 'editor/dist', 'flows', 'README.md'],
   engines: root.engines,
   dependencies,
+  peerDependencies,
+  peerDependenciesMeta: Object.fromEntries(Object.keys(peerDependencies).map((n) => [n, { optional: true }])),
 };
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
 

@@ -242,8 +242,14 @@ describe('pins over REST', () => {
     const gone = await s.req({ method: 'GET', url: '/api/flows/doc/pins' });
     expect([gone.statusCode, gone.json().pins]).toEqual([200, []]);
     expect(
-      (await s.req({ method: 'PUT', url: '/api/flows/doc/pins/writer', payload: { fromRun: 'r_x' } }))
-        .statusCode,
+      (
+        await s.req({
+          method: 'PUT',
+          url: '/api/flows/doc/pins/writer',
+          headers: json,
+          payload: JSON.stringify({ fromRun: 'r_x' }),
+        })
+      ).statusCode,
     ).toBe(410);
     expect((await saveFlow(routed('doc', LIVE))).statusCode).toBeLessThan(300);
     expect((await s.req({ method: 'GET', url: '/api/flows/doc/pins' })).json().pins).toEqual([]);

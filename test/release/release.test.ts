@@ -9,7 +9,16 @@
  * makes one of these fail. The tarball's size and file list are checked too.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -205,6 +214,22 @@ describe('switchboard installed with npm -g into a fresh prefix', { timeout: 300
     expect(repo.length).toBeGreaterThan(3);
     expect(installed).toEqual(repo);
     for (const c of installed) expect((await switchboard([c, '--help'])).code, c).toBe(0);
+  });
+
+  it('installs without the optional Redis packages, and --redis then says what to install', async () => {
+    const pkg = JSON.parse(
+      readFileSync(join(prefix, 'lib', 'node_modules', 'switchboard', 'package.json'), 'utf8'),
+    );
+    expect(Object.keys(pkg.peerDependenciesMeta ?? {}).sort()).toEqual(['bullmq', 'ioredis']);
+    expect(existsSync(join(prefix, 'lib', 'node_modules', 'bullmq'))).toBe(false);
+    for (const args of [
+      ['worker', '--redis', 'redis://127.0.0.1:9'],
+      ['status', '--redis', 'redis://127.0.0.1:9'],
+    ]) {
+      const r = await switchboard(args);
+      expect(r.code, args.join(' ')).not.toBe(0);
+      expect(r.err, args.join(' ')).toContain('npm install bullmq ioredis');
+    }
   });
 
   it('validates every flow of flows/', async () => {

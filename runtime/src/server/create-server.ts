@@ -11,6 +11,7 @@ import type { RunEvent } from '@switchboard/schemas';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { McpAuthStore, mcpAuthDir } from '../mcp/oauth/store.js';
 import { createGuardedFetch } from '../net/outbound.js';
+import { loadRedisModule } from '../redis/packages.js';
 import type { LogLine } from '../store/event-log.js';
 import { isStorageFault, toStorageError } from '../store/storage-error.js';
 import { lowSpaceFromEnv, type StorageHealthOptions } from '../store/storage-health.js';
@@ -290,7 +291,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   const watchers = new RunWatchers();
   const redisUrl = options.redis?.url ?? (env.SWITCHBOARD_REDIS_URL || undefined);
   const executor = redisUrl
-    ? new (await import('../redis/queue-executor.js')).QueueExecutor({
+    ? new (await loadRedisModule(() => import('../redis/queue-executor.js'))).QueueExecutor({
         url: redisUrl,
         ...(options.redis?.prefix ? { prefix: options.redis.prefix } : {}),
         ...(options.redis?.enqueueTimeoutMs ? { enqueueTimeoutMs: options.redis.enqueueTimeoutMs } : {}),

@@ -1,5 +1,6 @@
 /** `switchboard status --redis URL [--json]`: workers, the runs each holds, queue depth. */
 import type { Command } from 'commander';
+import { loadRedisModule } from '../../redis/packages.js';
 import { type CliContext, EXIT } from '../context.js';
 
 export function registerStatus(program: Command, ctx: CliContext): void {
@@ -21,7 +22,7 @@ export function registerStatus(program: Command, ctx: CliContext): void {
         ctx.err('switchboard status: give --redis URL or set SWITCHBOARD_REDIS_URL\n');
         return ctx.setExit(EXIT.usage);
       }
-      const { clusterStatus, formatStatus } = await import('../../redis/status.js');
+      const { clusterStatus, formatStatus } = await loadRedisModule(() => import('../../redis/status.js'));
       try {
         const s = await clusterStatus(url);
         ctx.out(opts.json ? `${JSON.stringify(s, null, 2)}\n` : formatStatus(s));

@@ -5,6 +5,7 @@
  * back to the queue, where another worker continues them from their last checkpoint.
  */
 import type { Command } from 'commander';
+import { loadRedisModule } from '../../redis/packages.js';
 import { type CliContext, EXIT } from '../context.js';
 import { addOperatorFlags, type OperatorFlags, operatorPolicyOf } from '../operator-flags.js';
 import { untilStopSignal } from '../stop-signal.js';
@@ -52,7 +53,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
     }
     const { createMcpToolHost } = await import('../../tools/mcp-host.js');
     const { quoteWord } = await import('../../mcp/command-line.js');
-    const { RunWorker } = await import('../../redis/worker.js');
+    const { RunWorker } = await loadRedisModule(() => import('../../redis/worker.js'));
     const log = (level: string) => (obj: object | string, msg?: string) => {
       if (opts.quiet && level === 'info') return;
       ctx.err(
