@@ -180,6 +180,13 @@ class Room {
     return this.saving;
   }
 
+  /** Saves now whether or not changes are pending (a room whose saving moved to this server). */
+  saveNow(): Promise<void> {
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.saveTimer = undefined;
+    return this.runSave();
+  }
+
   /** Forgets pending changes (the room is being discarded); resolves once no save is running. */
   dropPending(): Promise<void> {
     if (this.saveTimer) {
@@ -256,6 +263,16 @@ export class YjsRooms {
   announce(name: string, doc: Y.Doc, state: Record<string, unknown>): void {
     const room = this.rooms.get(name);
     if (room?.doc === doc) room.awareness.setLocalState(state);
+  }
+
+  /** The open room's awareness (a relay to other server instances, redis/room-relay.ts). */
+  awarenessOf(name: string): awarenessProtocol.Awareness | undefined {
+    return this.rooms.get(name)?.awareness;
+  }
+
+  /** Saves the open room now, changed or not (its saving moved to this server). */
+  async saveNow(name: string): Promise<void> {
+    await this.rooms.get(name)?.saveNow();
   }
 
   /** Whether the room has changes waiting for their save. */
