@@ -56,14 +56,17 @@ async function redis(): Promise<TestRedis> {
   return r;
 }
 
-async function instance(url: string): Promise<SwitchboardServer & { port: number }> {
+async function instance(
+  url: string,
+  relay: { compactAt?: number } = {},
+): Promise<SwitchboardServer & { port: number }> {
   const s = await createServer({
     dataDir: tmp(),
     editorDir: false,
     templatesDir: false,
     port: 0,
     rooms: ROOMS,
-    redis: { url, rooms: RELAY },
+    redis: { url, rooms: { ...RELAY, ...relay } },
   });
   cleanups.push(() => s.close());
   const { port } = await s.listen();
@@ -123,7 +126,7 @@ async function roomSaves(
 }
 
 describe('co-editing across server instances (Redis)', () => {
-  it('a flow created on one instance is readable on the other; a delete there closes the room here', {
+  it('a flow created on one instance is readable on the other, an API write there lands in the room here, presence travels, a delete there closes the room here', {
     timeout: 60_000,
   }, async () => {
     const r = await redis();
@@ -133,6 +136,21 @@ describe('co-editing across server instances (Redis)', () => {
     await until(async () => (await getFlow(b.port, 'shared')).rev === 1, 'B reads the flow A created');
     const p = editor(b.port, 'shared');
     await until(() => p.synced, 'an editor on B synced');
+    // The room is open on B only: A's API write lands there once, through B (its owner).
+    await until(() => b.relay!.owns('shared'), 'B owns the room');
+    expect(await put(a.port, 'shared', { ...baseFlow(), id: 'shared', name: 'Renamed on A' })).toBe(200);
+    await until(() => docToFlow(p.doc, L).name === 'Renamed on A', "the editor on B sees A's write");
+    await sleep(300);
+    expect(docToFlow(p.doc, L)).toEqual((await getFlow(a.port, 'shared')).flow);
+    // Presence: an editor on A and the one on B see each other.
+    const pa = editor(a.port, 'shared');
+    await until(() => pa.synced, 'an editor on A synced');
+    pa.awareness.setLocalStateField('user', { name: 'Ann on A' });
+    p.awareness.setLocalStateField('user', { name: 'Bob on B' });
+    const names = (aw: typeof p.awareness) =>
+      [...aw.getStates().values()].map((st) => (st as { user?: { name?: string } }).user?.name);
+    await until(() => names(p.awareness).includes('Ann on A'), 'B sees Ann');
+    await until(() => names(pa.awareness).includes('Bob on B'), 'A sees Bob');
     let closed: { code: number; reason: string } | undefined;
     p.ws?.addEventListener('close', (e: { code: number; reason: string }) => {
       closed ??= { code: e.code, reason: e.reason };
@@ -148,8 +166,9 @@ describe('co-editing across server instances (Redis)', () => {
     timeout: 120_000,
   }, async () => {
     const r = await redis();
-    const a = await instance(r.url);
-    const b = await instance(r.url);
+    // Compacted often: late joiners read a snapshot and what came after it.
+    const a = await instance(r.url, { compactAt: 10 });
+    const b = await instance(r.url, { compactAt: 10 });
     const saves = await roomSaves(r.url);
     const cases = fc.sample(fc.array(opArb(4), { minLength: 60, maxLength: 120 }), {
       numRuns: 2,
@@ -212,6 +231,14 @@ describe('co-editing across server instances (Redis)', () => {
       await sleep(200);
       expect(saves.byFlow.get(id)!.every((f) => f === owner.relay!.id)).toBe(true);
       expect(other.roomStore.statusOf(id)?.state).not.toBe('saved');
+      const probe = new Redis(r.url);
+      cleanups.push(() => probe.disconnect());
+      expect(await probe.hexists(`sb:room:${id}:snap`, 'data'), 'the stream was compacted').toBe(1);
+      // A third instance opening the room now reads it from Redis (snapshot + stream).
+      const c = await instance(r.url, { compactAt: 10 });
+      const late = editor(c.port, id);
+      await until(() => late.synced && text(late.doc) === want, 'a late joiner on a third instance');
+      late.destroy();
       for (const c of clients) c.provider.destroy();
     }
   });

@@ -72,10 +72,15 @@ export class FlowSync {
     };
   }
 
-  /** Adopts what Redis holds, then follows notices. */
-  async start(): Promise<void> {
-    await this.sub.subscribe(this.keys.ch);
-    await this.readAll();
+  /**
+   * Follows notices, then adopts what Redis holds. Not awaited by the server: it starts while
+   * Redis is unreachable, and catches up once it is back (every reconnection reads it all).
+   */
+  start(): Promise<void> {
+    return this.sub
+      .subscribe(this.keys.ch)
+      .then(() => this.readAll())
+      .catch((e: unknown) => this.o.log?.warn({ err: String(e) }, 'flow sync: could not subscribe'));
   }
 
   private share(id: string, entry: Shared): void {
@@ -148,6 +153,8 @@ export class FlowSync {
     this.closed = true;
     await this.chain;
     this.sub.disconnect();
-    await this.redis.quit().catch(() => this.redis.disconnect());
+    // What is queued goes out first, unless Redis is unreachable: then the shutdown goes on.
+    await Promise.race([this.redis.quit().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())]);
+    this.redis.disconnect();
   }
 }

@@ -375,10 +375,20 @@ export class RoomRelay {
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.timer);
-    await Promise.all([...this.open.values()].map((o) => this.closeRoom(o)));
-    await Promise.all([...this.closings]);
+    // Bounded: with Redis unreachable, what could not be sent stays in the other instances'
+    // rooms and editors (a shutdown must not hang on it).
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.all([...[...this.open.values()].map((o) => this.closeRoom(o)), ...this.closings]),
+      new Promise((r) => {
+        timer = setTimeout(r, 3000);
+      }),
+    ]);
+    clearTimeout(timer);
     this.sub.disconnect();
-    await this.redis.quit().catch(() => this.redis.disconnect());
+    // What is queued goes out first, unless Redis is unreachable: then the shutdown goes on.
+    await Promise.race([this.redis.quit().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())]);
+    this.redis.disconnect();
   }
 }
 

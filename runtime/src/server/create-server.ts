@@ -368,7 +368,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
           log: app.log,
         })
       : undefined;
-  await flowSync?.start();
+  void flowSync?.start();
 
   // Headless runs streamed here: recorded like any run, hosted (and commanded) by their process.
   const attached = new AttachedRuns({
