@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serializeFlow } from '@switchboard/schemas';
-import { docToFlow } from '@switchboard/schemas/ydoc';
+import { docToFlow, ROOM_STATUS_FIELD } from '@switchboard/schemas/ydoc';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -124,6 +124,12 @@ async function roomSaves(
   cleanups.push(stop);
   return { from, byFlow, stop };
 }
+
+/** The servers' awareness states (their room save status) a client sees. */
+const statusesOf = (aw: WebsocketProvider['awareness']) =>
+  [...aw.getStates().values()].filter(
+    (st) => (st as { user?: unknown }).user === undefined && ROOM_STATUS_FIELD in st,
+  );
 
 describe('co-editing across server instances (Redis)', () => {
   it('a flow created on one instance is readable on the other, an API write there lands in the room here, presence travels, a delete there closes the room here', {
@@ -266,6 +272,7 @@ describe('co-editing across server instances (Redis)', () => {
     const docB = new Y.Doc();
     const pb = editor(b.port, id, docB);
     await until(() => pb.synced, 'editor on B synced');
+    await until(() => statusesOf(pb.awareness).length === 2, "B's editor sees A's save status too");
     const ca = newClient(docA, 0);
     const cb = newClient(docB, 1);
     const touches = new Touches();
@@ -299,6 +306,8 @@ describe('co-editing across server instances (Redis)', () => {
       20_000,
     );
     await b.rooms.flush(id);
+    // The editors see one save status, B's (A's, relayed while it owned the room, is gone).
+    await until(() => statusesOf(pb.awareness).length === 1, 'one save status');
     const saved = serializeFlow(b.store.catalog.data.flows[id]!.flow);
     expect(saved).toBe(text(room()));
     checkFinal(

@@ -18,7 +18,7 @@
  * - A room's Yjs history is the Redis state here, not a file per instance (`history()`).
  */
 import { randomBytes } from 'node:crypto';
-import { LOAD } from '@switchboard/schemas/ydoc';
+import { LOAD, ROOM_STATUS_FIELD } from '@switchboard/schemas/ydoc';
 import { Redis } from 'ioredis';
 import * as awarenessProtocol from 'y-protocols/awareness';
 import * as Y from 'yjs';
@@ -318,8 +318,16 @@ export class RoomRelay {
     if (got !== 'OK' || o.closed) return;
     o.owner = true;
     // The previous owner may have died with changes unsaved: save what the room holds now,
-    // and tell the others this server's save status.
-    if (o.awareness) this.sendAwareness(o, [o.awareness.clientID]);
+    // and tell the others this server's save status. Its own status, relayed here, goes (it
+    // would otherwise outshine this one until awareness times it out).
+    const aw = o.awareness;
+    if (aw) {
+      const stale = [...aw.getStates()]
+        .filter(([id, st]) => id !== aw.clientID && isServerState(st))
+        .map(([id]) => id);
+      if (stale.length) awarenessProtocol.removeAwarenessStates(aw, stale, REMOTE);
+      this.sendAwareness(o, [aw.clientID]);
+    }
     // Not awaited: a save waits for the room's load, which may be what took the lock.
     void this.rooms?.saveNow(o.name);
   }
@@ -390,6 +398,12 @@ export class RoomRelay {
     await Promise.race([this.redis.quit().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())]);
     this.redis.disconnect();
   }
+}
+
+/** A server's awareness state (its room status), not an editor's. */
+function isServerState(st: unknown): boolean {
+  const v = st as { user?: unknown; [ROOM_STATUS_FIELD]?: unknown } | null;
+  return v !== null && v.user === undefined && v[ROOM_STATUS_FIELD] !== undefined;
 }
 
 /** An update that carries nothing (no structs, no deletions). */
