@@ -249,6 +249,39 @@ describe('co-editing across server instances (Redis)', () => {
     }
   });
 
+  it('the owner whose editors left closes its room while others keep editing; the other instance takes over saving', {
+    timeout: 60_000,
+  }, async () => {
+    const r = await redis();
+    const a = await instance(r.url);
+    const b = await instance(r.url);
+    const id = 'handover';
+    expect(await put(a.port, id, { ...baseFlow(), id })).toBe(201);
+    await until(async () => (await getFlow(b.port, id)).rev === 1, 'B has the flow');
+    const pa = editor(a.port, id);
+    await until(() => pa.synced && a.relay!.owns(id), 'A owns the room');
+    const docB = new Y.Doc();
+    const pb = editor(b.port, id, docB);
+    await until(() => pb.synced, 'editor on B synced');
+    pa.destroy();
+    // B's editor types through A's idle time (500 ms) and a while after.
+    const cb = newClient(docB, 1);
+    const touches = new Touches();
+    for (let i = 0; i < 40; i++) {
+      applyEdit(cb, { t: 'type', c: 1 }, touches, new Set());
+      await sleep(25);
+    }
+    await until(() => a.rooms.docOf(id) === undefined, "A's empty room closed", 10_000);
+    await until(() => b.relay!.owns(id), 'B took the room over', 10_000);
+    applyEdit(cb, { t: 'type', c: 1 }, touches, new Set());
+    const want = text(docB);
+    await until(() => text(b.rooms.docOf(id)!) === want, 'the room on B has every letter');
+    await b.rooms.flush(id);
+    expect(serializeFlow(b.store.catalog.data.flows[id]!.flow)).toBe(want);
+    await until(() => serializeFlow(a.store.catalog.data.flows[id]!.flow) === want, 'A adopted what B saved');
+    expect(want).toContain(cb.typed);
+  });
+
   it('the owning instance killed -9: its editors move to the other, which takes over saving; no edit lost', {
     timeout: 120_000,
   }, async () => {

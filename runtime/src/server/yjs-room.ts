@@ -462,16 +462,24 @@ export class YjsRooms {
     if (room.conns.size === 0 && this.rooms.get(room.name) === room) {
       // The last one out: save now rather than a moment later.
       void room.flush();
-      room.idleTimer = setTimeout(() => {
-        void room.flush().then(() => {
-          if (room.conns.size === 0 && this.rooms.get(room.name) === room && !room.pending) {
-            this.rooms.delete(room.name);
-            room.doc.destroy();
-          }
-        });
-      }, this.hooks.idleMs ?? 30_000);
-      room.idleTimer.unref();
+      this.armIdle(room);
     }
+  }
+
+  /**
+   * Drops the empty room after the idle time, once its changes are saved; changes that came
+   * meanwhile (a REST write, or other server instances' editors) keep it another idle time.
+   */
+  private armIdle(room: Room): void {
+    room.idleTimer = setTimeout(() => {
+      void room.flush().then(() => {
+        if (room.conns.size !== 0 || this.rooms.get(room.name) !== room) return;
+        if (room.pending) return this.armIdle(room);
+        this.rooms.delete(room.name);
+        room.doc.destroy();
+      });
+    }, this.hooks.idleMs ?? 30_000);
+    room.idleTimer.unref();
   }
 
   /** Saves every room's pending changes, closes every connection and drops the rooms. */
