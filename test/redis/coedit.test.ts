@@ -327,11 +327,14 @@ describe('co-editing across server instances (Redis)', () => {
     // Some edits A's editor makes right before A dies may never have left A: the editor still
     // holds them and sends them to B when it moves there.
     for (const op of ops.slice(half)) edit(op);
+    const killedAt = Date.now();
     await a.kill9();
     pa.destroy();
     const pa2 = editor(b.port, id, docA);
     await until(() => pa2.synced, "A's editor moved to B");
     await until(() => b.relay!.owns(id), 'B took the room over', 10_000);
+    // Within the lock's TTL (1.5 s here) plus a tick, give or take a loaded machine.
+    console.log(`takeover of the room ${Date.now() - killedAt} ms after the kill (lock ${RELAY.lockMs} ms)`);
     const room = () => b.rooms.docOf(id)!;
     await until(
       () => text(docA) === text(room()) && text(docB) === text(room()),
