@@ -59,13 +59,14 @@ async function redis(): Promise<TestRedis> {
 async function instance(
   url: string,
   relay: { compactAt?: number } = {},
+  rooms: Partial<typeof ROOMS> = {},
 ): Promise<SwitchboardServer & { port: number }> {
   const s = await createServer({
     dataDir: tmp(),
     editorDir: false,
     templatesDir: false,
     port: 0,
-    rooms: ROOMS,
+    rooms: { ...ROOMS, ...rooms },
     redis: { url, rooms: { ...RELAY, ...relay } },
   });
   cleanups.push(() => s.close());
@@ -247,6 +248,34 @@ describe('co-editing across server instances (Redis)', () => {
       late.destroy();
       for (const c of clients) c.provider.destroy();
     }
+  });
+
+  it("a read on an instance that does not own the room sees its editors' latest change (the owner saves it first)", {
+    timeout: 60_000,
+  }, async () => {
+    const r = await redis();
+    // Saves wait long here: only the read's request makes the owner save at once.
+    const slow = { saveDelayMs: 20_000, saveMaxDelayMs: 40_000 };
+    const a = await instance(r.url, {}, slow);
+    const b = await instance(r.url, {}, slow);
+    const id = 'settled';
+    expect(await put(a.port, id, { ...baseFlow(), id })).toBe(201);
+    await until(async () => (await getFlow(b.port, id)).rev === 1, 'B has the flow');
+    const pa = editor(a.port, id);
+    await until(() => pa.synced && a.relay!.owns(id), 'A owns the room');
+    const docB = new Y.Doc();
+    const pb = editor(b.port, id, docB);
+    await until(() => pb.synced, 'editor on B synced');
+    const cb = newClient(docB, 1);
+    for (let i = 0; i < 5; i++) applyEdit(cb, { t: 'type', c: 1 }, new Touches(), new Set());
+    const t0 = Date.now();
+    const got = await getFlow(b.port, id);
+    expect(got.rev).toBe(2);
+    expect(serializeFlow(got.flow as never)).toBe(text(docB));
+    expect(Date.now() - t0).toBeLessThan(5000);
+    // Saved by the owner, not by B.
+    expect(a.roomStore.statusOf(id)?.state).toBe('saved');
+    expect(b.roomStore.statusOf(id)?.state).not.toBe('saved');
   });
 
   it('the owner whose editors left closes its room while others keep editing; the other instance takes over saving', {

@@ -32,6 +32,8 @@ export const REMOTE = Symbol('switchboard-remote');
 const MSG_UPDATE = 0;
 const MSG_AWARENESS = 1;
 const MSG_QUERY = 2;
+/** Asks the owner to save the room now (a read or run start on another instance waits for it). */
+const MSG_SAVE = 3;
 
 export interface RoomRelayOptions {
   url: string;
@@ -162,6 +164,22 @@ export class RoomRelay {
     };
   }
 
+  /**
+   * What a REST read, write or run start on this instance waits for: the owner saves the
+   * room's pending changes at once. Here that is a local flush; elsewhere this instance sends
+   * its own changes, asks the owner to save, and waits (at most `waitMs`) until its catalog
+   * holds what its room holds (`settled`: the owner's save, adopted through flow-sync.ts).
+   */
+  async settle(name: string, settled: (doc: Y.Doc) => boolean, waitMs = 5000): Promise<void> {
+    const o = this.open.get(name);
+    if (!o?.started || o.owner) return this.rooms?.flush(name);
+    if (settled(o.doc)) return;
+    await this.flush(o);
+    await this.publish(name, MSG_SAVE, new Uint8Array());
+    const end = Date.now() + waitMs;
+    while (!o.closed && !settled(o.doc) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  }
+
   private async opening(name: string, doc: Y.Doc): Promise<void> {
     const o: Open = { name, doc, owner: false, cursor: '0-0', outbox: [], started: false, closed: false };
     this.open.set(name, o);
@@ -267,6 +285,7 @@ export class RoomRelay {
       if (type === MSG_UPDATE) Y.applyUpdate(o.doc, payload, REMOTE);
       else if (type === MSG_AWARENESS && o.awareness)
         awarenessProtocol.applyAwarenessUpdate(o.awareness, payload, REMOTE);
+      else if (type === MSG_SAVE && o.owner) void this.rooms?.flush(name);
       else if (type === MSG_QUERY && o.awareness) {
         const own = o.awareness.clientID;
         const ids = [...o.awareness.getStates().keys()].filter((id) => id !== own || o.owner);

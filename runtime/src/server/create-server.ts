@@ -356,6 +356,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
   );
   roomStore.attach(rooms);
   relay?.attach(rooms);
+  if (relay) roomStore.settleWith = (id) => relay.settle(id, (doc) => roomStore.settled(id, doc));
   const flowSync =
     relay && redisUrl
       ? new (await import('../redis/flow-sync.js')).FlowSync({

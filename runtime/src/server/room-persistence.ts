@@ -236,7 +236,29 @@ export class RoomPersistence implements FlowRoomLink {
   }
 
   async settle(id: string): Promise<void> {
+    if (this.settleWith) return this.settleWith(id);
     await this.rooms?.flush(id);
+  }
+
+  /** Scaled out, settling asks the room's owner (redis/room-relay.ts); `settled` tells when done. */
+  settleWith: ((id: string) => Promise<void>) | undefined;
+
+  /**
+   * Whether the catalog holds what the room's document holds, or there is nothing to wait for
+   * (empty, not a flow, not valid, not this flow, or never saved).
+   */
+  settled(name: string, doc: Y.Doc): boolean {
+    if (isEmptyFlowDoc(doc)) return true;
+    let flow: Flow;
+    try {
+      flow = docToFlow(doc, LAYOUT);
+    } catch {
+      return true;
+    }
+    const cur = this.records.get(name);
+    if (!cur || flow.id !== name) return true;
+    const v = validate(flow);
+    return !v.ok || !v.flow || serializeFlow(cur.flow) === serializeFlow(v.flow);
   }
 
   async stored(flow: Flow): Promise<void> {
