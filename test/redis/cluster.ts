@@ -65,9 +65,14 @@ function launch(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Pr
   });
 }
 
-export async function startServer(redisUrl: string, dir: string): Promise<Proc & { url: string }> {
-  const p = await launch('server-main.ts', [redisUrl, dir]);
-  return Object.assign(p, { url: `http://127.0.0.1:${p.ready}` });
+export async function startServer(
+  redisUrl: string,
+  dir: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Proc & { url: string; port: number; relayId: string }> {
+  const p = await launch('server-main.ts', [redisUrl, dir], env);
+  const [port, relayId = ''] = p.ready.split(' ');
+  return Object.assign(p, { url: `http://127.0.0.1:${port}`, port: Number(port), relayId });
 }
 
 export function startWorker(

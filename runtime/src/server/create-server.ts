@@ -123,7 +123,13 @@ export interface ServerOptions {
    * Scale-out (`--redis URL`, SWITCHBOARD_REDIS_URL): runs are enqueued on Redis for
    * `switchboard worker` processes instead of running here. Without it, nothing changes.
    */
-  redis?: { url: string; prefix?: string; enqueueTimeoutMs?: number };
+  redis?: {
+    url: string;
+    prefix?: string;
+    enqueueTimeoutMs?: number;
+    /** Co-editing across instances: owner lock lifetime, poll period (tests shorten them). */
+    rooms?: { lockMs?: number; tickMs?: number; compactAt?: number };
+  };
 }
 
 export interface SwitchboardServer {
@@ -136,6 +142,8 @@ export interface SwitchboardServer {
   rooms: YjsRooms;
   /** Saves rooms to the catalog and shows REST writes in open rooms. */
   roomStore: RoomPersistence;
+  /** Scaled out: the relay sharing rooms with the other instances. */
+  relay?: import('../redis/room-relay.js').RoomRelay;
   /** The editor build's routes served without a token (empty when there is no build). */
   editorRoutes: ReadonlySet<string>;
   /** Whether every route but the public ones needs the token. */
@@ -329,14 +337,40 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     options.hub,
   );
   const records = new FlowRecords(store.catalog);
+  // Scaled out, rooms are shared by every instance through Redis (redis/room-relay.ts).
+  const relay = redisUrl
+    ? new (await import('../redis/room-relay.js')).RoomRelay({
+        url: redisUrl,
+        prefix: options.redis?.prefix ?? 'sb',
+        ...options.redis?.rooms,
+        log: app.log,
+      })
+    : undefined;
   const roomStore = new RoomPersistence(
     records,
-    new RoomStates(join(store.dir, 'rooms'), store.fsync),
+    relay?.history() ?? new RoomStates(join(store.dir, 'rooms'), store.fsync),
     app.log,
     store.health,
   );
-  const rooms = new YjsRooms(roomStore.hooks(options.rooms));
+  const rooms = new YjsRooms(
+    relay ? relay.hooks(roomStore.hooks(options.rooms)) : roomStore.hooks(options.rooms),
+  );
   roomStore.attach(rooms);
+  relay?.attach(rooms);
+  if (relay) roomStore.settleWith = (id) => relay.settle(id, (doc) => roomStore.settled(id, doc));
+  const flowSync =
+    relay && redisUrl
+      ? new (await import('../redis/flow-sync.js')).FlowSync({
+          url: redisUrl,
+          prefix: options.redis?.prefix ?? 'sb',
+          instance: relay.id,
+          records,
+          roomStore,
+          owns: (id) => relay.owns(id),
+          log: app.log,
+        })
+      : undefined;
+  void flowSync?.start();
 
   // Headless runs streamed here: recorded like any run, hosted (and commanded) by their process.
   const attached = new AttachedRuns({
@@ -466,6 +500,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
     hub,
     rooms,
     roomStore,
+    ...(relay ? { relay } : {}),
     editorRoutes,
     tokenRequired: token !== undefined,
     maxRuns,
@@ -498,6 +533,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
       await step(() => mcp.close());
       // Before the store closes: what the editors changed last is saved.
       await step(() => rooms.closeAll());
+      if (relay) await step(() => relay.close());
+      if (flowSync) await step(() => flowSync.close());
       await step(() => attached.closeAll());
       await step(() => runs.detachAll());
       await step(() => app.close());

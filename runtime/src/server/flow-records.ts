@@ -23,11 +23,20 @@ export interface WriteOptions {
   by?: string;
   /** A deliberate write of a deleted id brings it back; a room's save never does. */
   revive?: boolean;
+  /** Who asks: a co-editing room's save, or (default) the API. Told to the observer. */
+  source?: 'room' | 'api';
+}
+
+/** Told of every write made here (not of adopted ones): scale-out shares them (redis/flow-sync.ts). */
+export interface FlowRecordsObserver {
+  put(rec: FlowRecord, source: 'room' | 'api'): void;
+  removed(tomb: FlowTombstone): void;
 }
 
 export class FlowRecords {
   /** Tombstones by id (the catalog keeps them as an array: data never becomes an object key). */
   private readonly tombstones = new Map<string, FlowTombstone>();
+  observer: FlowRecordsObserver | undefined;
 
   constructor(private readonly catalog: Catalog) {
     for (const t of catalog.data.deletedFlows ?? [])
@@ -104,7 +113,29 @@ export class FlowRecords {
       }
       throw e;
     }
+    this.observer?.put(rec, options.source ?? 'api');
     return { rec, created: !old };
+  }
+
+  /**
+   * Takes a flow record written by another server instance as it is (its revision included);
+   * the observer is not told. Resolves once the catalog is on disk.
+   */
+  async adopt(rec: FlowRecord): Promise<void> {
+    this.flows[rec.flow.id] = rec;
+    if (this.tombstones.delete(rec.flow.id)) this.syncTombstones();
+    await this.catalog.save();
+  }
+
+  /** Takes a delete made by another server instance; the observer is not told. */
+  async adoptTombstone(tomb: FlowTombstone): Promise<void> {
+    if (this.get(tomb.id)) Reflect.deleteProperty(this.flows, tomb.id);
+    this.tombstones.delete(tomb.id);
+    this.tombstones.set(tomb.id, tomb);
+    while (this.tombstones.size > MAX_TOMBSTONES)
+      this.tombstones.delete(this.tombstones.keys().next().value as string);
+    this.syncTombstones();
+    await this.catalog.save();
   }
 
   /**
@@ -133,6 +164,7 @@ export class FlowRecords {
       }
       throw e;
     }
+    this.observer?.removed(tomb);
     return tomb;
   }
 }

@@ -64,13 +64,16 @@ const docText = (doc: Y.Doc) => serializeFlow(docToFlow(doc, LAYOUT));
 
 export type { RoomSaveStatus };
 
+/** Where rooms' Yjs histories are kept: files (room-states.ts), or Redis when scaled out. */
+export type RoomHistory = Pick<RoomStates, 'read' | 'write' | 'remove' | 'file'>;
+
 export class RoomPersistence implements FlowRoomLink {
   private readonly docs = new WeakMap<Y.Doc, DocState>();
   private rooms: YjsRooms | undefined;
 
   constructor(
     private readonly records: FlowRecords,
-    private readonly states: RoomStates,
+    private readonly states: RoomHistory,
     private readonly log: FastifyBaseLogger,
     /** The store's health, told of a room file that could not be written. */
     private readonly health?: { report(e: unknown, path?: string): unknown },
@@ -213,7 +216,10 @@ export class RoomPersistence implements FlowRoomLink {
       st.baseline = text;
       return this.report(name, doc, { state: 'unchanged', rev: cur.rev }, text);
     }
-    const { rec } = await this.records.put(v.flow, 'upsert', { by: this.rooms?.lastEditorName(name) });
+    const { rec } = await this.records.put(v.flow, 'upsert', {
+      by: this.rooms?.lastEditorName(name),
+      source: 'room',
+    });
     st.baseline = text;
     this.report(name, doc, { state: 'saved', rev: rec.rev }, text);
     await this.writeHistory(name, history);
@@ -230,7 +236,29 @@ export class RoomPersistence implements FlowRoomLink {
   }
 
   async settle(id: string): Promise<void> {
+    if (this.settleWith) return this.settleWith(id);
     await this.rooms?.flush(id);
+  }
+
+  /** Scaled out, settling asks the room's owner (redis/room-relay.ts); `settled` tells when done. */
+  settleWith: ((id: string) => Promise<void>) | undefined;
+
+  /**
+   * Whether the catalog holds what the room's document holds, or there is nothing to wait for
+   * (empty, not a flow, not valid, not this flow, or never saved).
+   */
+  settled(name: string, doc: Y.Doc): boolean {
+    if (isEmptyFlowDoc(doc)) return true;
+    let flow: Flow;
+    try {
+      flow = docToFlow(doc, LAYOUT);
+    } catch {
+      return true;
+    }
+    const cur = this.records.get(name);
+    if (!cur || flow.id !== name) return true;
+    const v = validate(flow);
+    return !v.ok || !v.flow || serializeFlow(cur.flow) === serializeFlow(v.flow);
   }
 
   async stored(flow: Flow): Promise<void> {

@@ -180,6 +180,13 @@ class Room {
     return this.saving;
   }
 
+  /** Saves now whether or not changes are pending (a room whose saving moved to this server). */
+  saveNow(): Promise<void> {
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.saveTimer = undefined;
+    return this.runSave();
+  }
+
   /** Forgets pending changes (the room is being discarded); resolves once no save is running. */
   dropPending(): Promise<void> {
     if (this.saveTimer) {
@@ -256,6 +263,16 @@ export class YjsRooms {
   announce(name: string, doc: Y.Doc, state: Record<string, unknown>): void {
     const room = this.rooms.get(name);
     if (room?.doc === doc) room.awareness.setLocalState(state);
+  }
+
+  /** The open room's awareness (a relay to other server instances, redis/room-relay.ts). */
+  awarenessOf(name: string): awarenessProtocol.Awareness | undefined {
+    return this.rooms.get(name)?.awareness;
+  }
+
+  /** Saves the open room now, changed or not (its saving moved to this server). */
+  async saveNow(name: string): Promise<void> {
+    await this.rooms.get(name)?.saveNow();
   }
 
   /** Whether the room has changes waiting for their save. */
@@ -445,16 +462,24 @@ export class YjsRooms {
     if (room.conns.size === 0 && this.rooms.get(room.name) === room) {
       // The last one out: save now rather than a moment later.
       void room.flush();
-      room.idleTimer = setTimeout(() => {
-        void room.flush().then(() => {
-          if (room.conns.size === 0 && this.rooms.get(room.name) === room && !room.pending) {
-            this.rooms.delete(room.name);
-            room.doc.destroy();
-          }
-        });
-      }, this.hooks.idleMs ?? 30_000);
-      room.idleTimer.unref();
+      this.armIdle(room);
     }
+  }
+
+  /**
+   * Drops the empty room after the idle time, once its changes are saved; changes that came
+   * meanwhile (a REST write, or other server instances' editors) keep it another idle time.
+   */
+  private armIdle(room: Room): void {
+    room.idleTimer = setTimeout(() => {
+      void room.flush().then(() => {
+        if (room.conns.size !== 0 || this.rooms.get(room.name) !== room) return;
+        if (room.pending) return this.armIdle(room);
+        this.rooms.delete(room.name);
+        room.doc.destroy();
+      });
+    }, this.hooks.idleMs ?? 30_000);
+    room.idleTimer.unref();
   }
 
   /** Saves every room's pending changes, closes every connection and drops the rooms. */
