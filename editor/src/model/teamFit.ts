@@ -5,7 +5,7 @@
  * every member sits inside it with a margin and below its head. A team that grew may now stick out
  * of its own team: that one grows too, up the chain.
  */
-import { dict, ownValue, setOwn } from '@switchboard/schemas';
+import { dict, ownValue, setOwn } from '@switchboard/schemas/core';
 import type { NodePatch } from './edits.js';
 
 export interface XY {
