@@ -5,7 +5,7 @@ import type { FlowApi, RunSummary } from '../model/api.js';
 import { EditorStore } from '../store/editorStore.js';
 import { RunState } from '../store/runState.js';
 import { FakeSocket, frame } from '../testing/fakeSocket.js';
-import { RunSession, SCRUB_STRIDE, STALE_MS } from './runSession.js';
+import { EVENTS_PER_FRAME, RunSession, SCRUB_STRIDE, STALE_MS } from './runSession.js';
 import { EMPTY_VIEW, fold } from './transcript.js';
 
 /** Events of run `r1` from seq `from` on, as the server's log holds them. */
@@ -383,5 +383,33 @@ describe('RunSession: the playhead', () => {
     // The late frame then does nothing more.
     frames.shift()?.();
     expect(x.runs.events()).toHaveLength(9);
+  });
+
+  it('applies a burst over several frames, about EVENTS_PER_FRAME events each, in order', async () => {
+    const frames: Array<() => void> = [];
+    const x = await session(true, [], new Map(), (fn) => frames.push(fn));
+    // A fan-out: every node starts, in one message and then one message a node.
+    const n = Math.ceil(EVENTS_PER_FRAME * 2.5);
+    const starts = events(
+      Array.from({ length: n }, (_, i) => ({ type: 'node.started', nodeId: `p${i}` })),
+      2,
+    );
+    x.now().push(frame('r1', [DURABLE[0]!, ...starts.slice(0, n - 10)], n - 9));
+    for (const e of starts.slice(n - 10)) x.now().push(frame('r1', [e], e.seq));
+    const held: number[] = [];
+    while (frames.length) {
+      frames.shift()!();
+      held.push(x.runs.events().length);
+    }
+    // Three frames or so, each at most a frame's share, nothing lost or reordered.
+    expect(held.length).toBeGreaterThanOrEqual(3);
+    for (let i = 0; i < held.length; i++)
+      expect(held[i]! - (held[i - 1] ?? 0)).toBeLessThanOrEqual(EVENTS_PER_FRAME);
+    expect(x.runs.events().map((e) => e.seq)).toEqual([1, ...starts.map((e) => e.seq)]);
+    expect(shown(x).activeNode).toBe(`p${n - 1}`);
+    // A reader that needs the run now (a scrub, a command) applies what waits at once.
+    x.now().push(frame('r1', events([{ type: 'node.completed', nodeId: 'p0' }], n + 2), n + 2));
+    x.runs.flush();
+    expect(x.runs.events()).toHaveLength(n + 2);
   });
 });

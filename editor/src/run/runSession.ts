@@ -101,6 +101,13 @@ export interface RunSessionOptions {
   frame?: (fn: () => void) => unknown;
 }
 
+/**
+ * Live events applied per animation frame, about. A burst (a 100-node fan-out whose nodes all
+ * start, or all finish, at once: several hundred events) is drawn over a few short frames
+ * instead of one long one; each frame still applies whole socket messages, at least one.
+ */
+export const EVENTS_PER_FRAME = 120;
+
 /** Events between two kept states of the timeline (a scrub folds at most this many). */
 export const SCRUB_STRIDE = 200;
 
@@ -149,8 +156,8 @@ export class RunSession {
   private cursor: Frame | undefined;
   /** The followed run's model requests, resolved once each (traces read them). */
   private resolver = new RequestResolver();
-  /** Socket messages not applied yet: applied together once per animation frame (see `later`). */
-  private pending: Array<() => void> = [];
+  /** Socket messages not applied yet (`size`: their events): applied at animation frames (see `later`). */
+  private pending: Array<{ apply: () => void; size: number }> = [];
   private flushScheduled = false;
   /** A timer building the timeline (see `warmTimeline`). */
   private warming: ReturnType<typeof setTimeout> | undefined;
@@ -163,7 +170,15 @@ export class RunSession {
       protocols: o.api.wsProtocols(),
       createSocket: o.createSocket,
       provisional: o.provisional ?? true,
-      onEvents: (runId, events) => this.later(() => this.onEvents(runId, events)),
+      onEvents: (runId, events) => {
+        // A big message is applied over several frames (see `EVENTS_PER_FRAME`).
+        if (events.length <= EVENTS_PER_FRAME) this.later(() => this.onEvents(runId, events), events.length);
+        else
+          for (let i = 0; i < events.length; i += EVENTS_PER_FRAME) {
+            const part = events.slice(i, i + EVENTS_PER_FRAME);
+            this.later(() => this.onEvents(runId, part), part.length);
+          }
+      },
       onRewind: (runId, toSeq) => this.later(() => this.onRewind(runId, toSeq)),
       onState: (connection) => this.update({ connection }),
       onServerError: (code, message) => {
@@ -198,28 +213,46 @@ export class RunSession {
   }
 
   /**
-   * Applies what the socket delivered at the next animation frame, all of it at once: a fan-out
-   * whose events arrive in many small messages re-renders the canvas once a frame, not once a
-   * message. Without animation frames (tests, a hidden tab) a short timer does it.
+   * Applies what the socket delivered at the next animation frame, together: a fan-out whose
+   * events arrive in many small messages re-renders the canvas once a frame, not once a message.
+   * A frame applies about `EVENTS_PER_FRAME` events; more wait for the next frame. Without
+   * animation frames (tests, a hidden tab) a short timer applies all of them.
    */
-  private later(apply: () => void): void {
+  private later(apply: () => void, size = 1): void {
     const raf = this.o.frame ?? globalThis.requestAnimationFrame;
     if (raf === undefined || this.o.batchFrames === false) {
       apply();
       return;
     }
-    this.pending.push(apply);
+    this.pending.push({ apply, size });
+    this.scheduleFlush(raf);
+  }
+
+  private scheduleFlush(raf: (fn: () => void) => unknown): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     let done = false;
-    const flush = () => {
+    const run = (all: boolean) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      this.flush();
+      if (all) this.flush();
+      else this.flushFrame(raf);
     };
-    const timer = setTimeout(flush, 40);
-    raf(flush);
+    const timer = setTimeout(() => run(true), 40);
+    raf(() => run(false));
+  }
+
+  /** One frame's share of the waiting messages, in order; the rest at the next frame. */
+  private flushFrame(raf: (fn: () => void) => unknown): void {
+    this.flushScheduled = false;
+    let k = 0;
+    let n = 0;
+    while (k < this.pending.length && (k === 0 || n + this.pending[k]!.size <= EVENTS_PER_FRAME))
+      n += this.pending[k++]!.size;
+    const todo = this.pending.splice(0, k);
+    if (this.pending.length > 0) this.scheduleFlush(raf);
+    for (const p of todo) p.apply();
   }
 
   /** Applies the socket messages waiting for a frame, in order (before anything reads the run). */
@@ -228,7 +261,7 @@ export class RunSession {
     const todo = this.pending;
     if (todo.length === 0) return;
     this.pending = [];
-    for (const apply of todo) apply();
+    for (const p of todo) p.apply();
   }
 
   private update(patch: Partial<RunSnapshot>): void {

@@ -1,11 +1,15 @@
 /**
  * The run counters on a node's face (turns, tokens in/out, cost, time, failures) and the reply it
  * is generating, live. A component of its own: it subscribes to the node's counters, so a counter
- * update re-renders this line, not the face.
+ * update re-renders this line, not the face. Updates are paced (`FramePacer`): when a fan-out
+ * changes a hundred nodes in one frame, a share of them is drawn each frame, every one with its
+ * latest counters, instead of all of them in one long frame.
  */
 import type { NodeSummary } from '@switchboard/schemas/core';
-import { memo } from 'react';
-import { useEditor, useKeyed } from './context.js';
+import { memo, useMemo, useSyncExternalStore } from 'react';
+import type { KeyedStore } from '../store/keyed.js';
+import { useEditor } from './context.js';
+import { FramePacer } from './framePacer.js';
 
 export function formatTokens(n: number): string {
   if (n < 1000) return String(n);
@@ -35,11 +39,50 @@ function line(c: NodeSummary): string {
   return parts.join(' · ');
 }
 
+/**
+ * Faces drawn per frame. A face's update costs React's render and the browser's text shaping,
+ * layout and paint of its counter and stream lines: about 0.2-0.5 ms on a slow machine.
+ */
+export const FACES_PER_FRAME = 20;
+const pacer = new FramePacer({ perFrame: FACES_PER_FRAME });
+
+/** Characters of the reply kept on the face (the text shaped on each update is at most this long). */
+export const STREAM_TAIL = 240;
+
+/** The streamed text a face shows: the end of the reply, marked as cut when it is. */
+export function streamTail(text: string): string {
+  return text.length > STREAM_TAIL ? `…${text.slice(-STREAM_TAIL)}` : text;
+}
+
+/** The node's counters as shown: the store's, drawn when the pacer gives the face its turn. */
+function usePacedCounters(counters: KeyedStore<NodeSummary | undefined>, id: string) {
+  const [subscribe, get] = useMemo(() => {
+    let shown = counters.get(id);
+    const subscribe = (notify: () => void) => {
+      const show = () => {
+        const next = counters.get(id);
+        if (Object.is(next, shown)) return;
+        shown = next;
+        notify();
+      };
+      const off = counters.subscribe(id, () => pacer.request(show));
+      // A change between the first render and this subscription.
+      if (!Object.is(counters.get(id), shown)) pacer.request(show);
+      return () => {
+        off();
+        pacer.cancel(show);
+      };
+    };
+    return [subscribe, () => shown] as const;
+  }, [counters, id]);
+  return useSyncExternalStore(subscribe, get);
+}
+
 export const NodeCounters = memo(function NodeCounters({ id }: { id: string }) {
   const { store } = useEditor();
-  const c = useKeyed(store.runState.counters, id);
+  const c = usePacedCounters(store.runState.counters, id);
   if (!c) return null;
-  const tail = c.streaming.length > 240 ? `…${c.streaming.slice(-240)}` : c.streaming;
+  const tail = streamTail(c.streaming);
   // Under the face, out of its layout: a face that grew would be measured and drawn again.
   return (
     <div className="sb-node-run">

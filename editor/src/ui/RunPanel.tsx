@@ -19,6 +19,7 @@ import type { RunView } from '../run/transcript.js';
 import { brief, FINAL_PHASES, type RunPhase, type TranscriptEntry } from '../run/transcript.js';
 import type { EditorStore } from '../store/editorStore.js';
 import { ComparePanel } from './ComparePanel.js';
+import { useCalmDrafts } from './calmDrafts.js';
 import { useDocVersion, useEditor, useKeyed } from './context.js';
 import { ElicitationForm } from './ElicitationForm.js';
 import { AuthRequiredHint } from './McpConnect.js';
@@ -349,7 +350,8 @@ function LivePanel({ runs }: { runs: RunSession }) {
   }, [flowId, examples]);
 
   const v = snap.view;
-  const transcriptView = useDeferredValue(v);
+  // Drafts that only grow are drawn a few times a second (calmDrafts.ts); the faces show every piece.
+  const transcriptView = useDeferredValue(useCalmDrafts(v));
   const phase: RunPhase = snap.busy && v.phase === 'idle' ? 'starting' : v.phase;
   // At a past point of the timeline the view is history: commands wait until it is live again.
   const live = !!v.runId && phase !== 'idle' && !FINAL_PHASES.has(phase) && snap.scrub === undefined;
