@@ -45,7 +45,7 @@ export { serveStatic };
 export async function launch(): Promise<Browser> {
   if (!existsSync(CHROMIUM))
     throw new Error(
-      `Chromium is missing at ${CHROMIUM}; run: node scripts/ensure-chromium.mjs (as root it installs Debian's package)`,
+      `Chromium is missing at ${CHROMIUM}; run: node scripts/ensure-services.mjs (as root it installs Debian's package)`,
     );
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 }
