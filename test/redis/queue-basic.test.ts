@@ -178,18 +178,23 @@ describe('operations', () => {
     const counter = join(tmp(), 'count.txt');
     const w1 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4) });
     w1.start();
-    const id = await start({ flow: batteryFlow(60), input: 'go' });
+    // Slow model turns (300 ms): the pause lands mid-run even on a loaded machine.
+    const id = await start({ flow: batteryFlow(300), input: 'go' });
     const status = () => server.store.catalog.data.runs[id]?.status;
-    for (let i = 0; i < 200 && (server.store.catalog.data.runs[id]?.lastSeq ?? 0) < 3; i++)
-      await new Promise((r) => setTimeout(r, 25));
-    await fetch(`${url}/api/runs/${id}/commands`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'pause' }),
-    });
-    for (let i = 0; i < 200 && status() !== 'paused'; i++) await new Promise((r) => setTimeout(r, 25));
-    expect(status()).toBe('paused');
-    await w1.close(200);
+    try {
+      for (let i = 0; i < 200 && (server.store.catalog.data.runs[id]?.lastSeq ?? 0) < 3; i++)
+        await new Promise((r) => setTimeout(r, 25));
+      await fetch(`${url}/api/runs/${id}/commands`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'pause' }),
+      });
+      for (let i = 0; i < 400 && status() !== 'paused'; i++) await new Promise((r) => setTimeout(r, 25));
+      expect(status()).toBe('paused');
+    } finally {
+      // A worker left running would take the next test's runs.
+      await w1.close(200);
+    }
     const w2 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4) });
     w2.start();
     try {
