@@ -176,7 +176,10 @@ describe('operations', () => {
 
   it('a run paused by a command stays paused when another worker takes it over, and resumes on command', async () => {
     const counter = join(tmp(), 'count.txt');
-    const w1 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4) });
+    // This test is about commands across a hand-back, not stall detection: locks long enough that
+    // a loaded machine's event-loop stalls never make the run look abandoned.
+    const timings = { lockMs: 20_000, stalledMs: 5_000 };
+    const w1 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
     w1.start();
     // Slow model turns (300 ms): the pause lands mid-run even on a loaded machine.
     const id = await start({ flow: batteryFlow(300), input: 'go' });
@@ -195,7 +198,7 @@ describe('operations', () => {
       // A worker left running would take the next test's runs.
       await w1.close(200);
     }
-    const w2 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4) });
+    const w2 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
     w2.start();
     try {
       for (let i = 0; i < 100 && !w2.running.includes(id); i++) await new Promise((r) => setTimeout(r, 50));
@@ -208,7 +211,8 @@ describe('operations', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ type: 'resume' }),
       });
-      expect(await server.runs.settled(id)).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+      const rec = await server.runs.settled(id);
+      expect(rec, JSON.stringify(rec?.error)).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
       const evs = await events(id);
       expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
     } finally {
