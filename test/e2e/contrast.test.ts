@@ -6,33 +6,11 @@
  * opacity) and must reach 4.5:1, or 3:1 for large text (24 px, or 18.66 px bold). Disabled
  * controls are exempt, as WCAG allows.
  */
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { artifact, launch, skipWelcome, startServer, WAIT } from './harness.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { sharedServerBrowser, skipWelcome, WAIT } from './harness.js';
 
-let browser: Browser;
-let server: Awaited<ReturnType<typeof startServer>>;
-let context: BrowserContext | undefined;
-
-beforeAll(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
-afterEach(async (ctx) => {
-  const page = context?.pages()[0];
-  if (page && ctx.task.result?.state === 'fail')
-    await page
-      .screenshot({
-        path: artifact(`failed-contrast-${ctx.task.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 60)}.png`),
-      })
-      .catch(() => {});
-  await context?.close();
-  context = undefined;
-});
+const shared = sharedServerBrowser('contrast');
 
 interface Finding {
   where: string;
@@ -163,11 +141,11 @@ function audit(page: Page): Promise<{ checked: number; failures: Finding[] }> {
 }
 
 async function editor(theme: 'light' | 'dark', path: string, welcome = false): Promise<Page> {
-  context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const context = await shared.newContext({ viewport: { width: 1440, height: 900 } });
   if (!welcome) await skipWelcome(context);
   await context.addInitScript((t) => window.localStorage.setItem('switchboard:theme', t), theme);
   const page = await context.newPage();
-  await page.goto(`${server.url}/${path}`);
+  await page.goto(`${shared.server.url}/${path}`);
   return page;
 }
 

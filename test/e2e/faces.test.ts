@@ -8,19 +8,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  artifact,
-  centre,
-  launch,
-  mouseDrag,
-  ROOT,
-  skipWelcome,
-  startServer,
-  WAIT,
-  watchErrors,
-} from './harness.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { centre, mouseDrag, ROOT, sharedServerBrowser, skipWelcome, WAIT, watchErrors } from './harness.js';
 
 const FLOWS = join(ROOT, 'flows');
 const EXAMPLES = readdirSync(FLOWS)
@@ -30,41 +20,19 @@ const EXAMPLES = readdirSync(FLOWS)
     flow: JSON.parse(readFileSync(join(FLOWS, f), 'utf8')) as Flow,
   }));
 
-let browser: Browser;
-let server: Awaited<ReturnType<typeof startServer>>;
-let context: BrowserContext | undefined;
-
-beforeAll(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
-afterEach(async (ctx) => {
-  const page = context?.pages()[0];
-  if (page && ctx.task.result?.state === 'fail')
-    await page
-      .screenshot({
-        path: artifact(`failed-faces-${ctx.task.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 60)}.png`),
-      })
-      .catch(() => {});
-  await context?.close();
-  context = undefined;
-});
+const shared = sharedServerBrowser('faces');
 
 async function visit(path: string, firstVisit: boolean): Promise<{ page: Page; errors: string[] }> {
-  context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const context = await shared.newContext({ viewport: { width: 1440, height: 900 } });
   if (!firstVisit) await skipWelcome(context);
   const page = await context.newPage();
   const errors = watchErrors(page);
-  await page.goto(`${server.url}/${path}`);
+  await page.goto(`${shared.server.url}/${path}`);
   return { page, errors };
 }
 
 async function stored(id: string): Promise<Flow | undefined> {
-  const r = await fetch(`${server.url}/api/flows/${id}`);
+  const r = await fetch(`${shared.server.url}/api/flows/${id}`);
   return r.ok ? ((await r.json()) as Flow) : undefined;
 }
 
@@ -100,7 +68,7 @@ describe('first visit', { timeout: 120_000 }, () => {
     expect(await stored(id)).toBeDefined();
 
     // A later visit opens straight on the canvas; Open… brings the gallery back.
-    await page.goto(`${server.url}/`);
+    await page.goto(`${shared.server.url}/`);
     await page.getByTestId('node-start').waitFor(WAIT);
     expect(await page.getByTestId('welcome').count()).toBe(0);
     await page.getByTestId('btn-templates').click();
@@ -143,7 +111,7 @@ describe('faces, notes and teams', { timeout: 120_000 }, () => {
     flow.id = id;
     const note = flow.nodes.find((n) => n.kind === 'note')!;
     note.config = { text: NOTE };
-    const r = await fetch(`${server.url}/api/flows`, {
+    const r = await fetch(`${shared.server.url}/api/flows`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(flow),

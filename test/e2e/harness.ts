@@ -209,3 +209,45 @@ export async function openFlowSettings(page: Page): Promise<void> {
   await page.getByTestId('btn-flow-settings').click();
   await page.getByTestId('flow-settings').waitFor(WAIT);
 }
+
+/**
+ * One server and one Chromium for a whole file of tests that only read, and one browser context
+ * per test: screenshotted as `failed-<name>-<test>.png` when the test fails, closed after it.
+ */
+export function sharedServerBrowser(name: string) {
+  let browser: Browser | undefined;
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  let context: BrowserContext | undefined;
+  beforeAll(async () => {
+    server = await startServer();
+    browser = await launch();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  afterEach(async (ctx) => {
+    const page = context?.pages()[0];
+    if (page && ctx.task.result?.state === 'fail')
+      await page
+        .screenshot({
+          path: artifact(`failed-${name}-${ctx.task.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 60)}.png`),
+        })
+        .catch(() => {});
+    await context?.close();
+    context = undefined;
+  });
+  return {
+    get server(): Awaited<ReturnType<typeof startServer>> {
+      if (!server) throw new Error('The server is not started (sharedServerBrowser registers beforeAll)');
+      return server;
+    },
+    /** The running test's context (the one before it is closed first). */
+    async newContext(options: BrowserContextOptions = {}): Promise<BrowserContext> {
+      if (!browser) throw new Error('The browser is not launched (sharedServerBrowser registers beforeAll)');
+      await context?.close();
+      context = await browser.newContext(options);
+      return context;
+    },
+  };
+}

@@ -11,9 +11,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { artifact, launch, ROOT, skipWelcome, startServer, WAIT, watchErrors } from './harness.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { artifact, ROOT, sharedServerBrowser, skipWelcome, WAIT, watchErrors } from './harness.js';
 
 const FLOWS = join(ROOT, 'flows');
 const EXAMPLES = readdirSync(FLOWS)
@@ -24,29 +24,7 @@ const SIZES = [
   { width: 1280, height: 720 },
 ];
 
-let browser: Browser;
-let server: Awaited<ReturnType<typeof startServer>>;
-let context: BrowserContext | undefined;
-
-beforeAll(async () => {
-  server = await startServer();
-  browser = await launch();
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
-afterEach(async (ctx) => {
-  const page = context?.pages()[0];
-  if (page && ctx.task.result?.state === 'fail')
-    await page
-      .screenshot({
-        path: artifact(`failed-legible-${ctx.task.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 60)}.png`),
-      })
-      .catch(() => {});
-  await context?.close();
-  context = undefined;
-});
+const shared = sharedServerBrowser('legible');
 
 async function open(
   path: string,
@@ -54,11 +32,11 @@ async function open(
   permissions: string[] = [],
   firstVisit = false,
 ): Promise<{ page: Page; errors: string[] }> {
-  context = await browser.newContext({ viewport, permissions });
+  const context = await shared.newContext({ viewport, permissions });
   if (!firstVisit) await skipWelcome(context);
   const page = await context.newPage();
   const errors = watchErrors(page);
-  await page.goto(`${server.url}/${path}`);
+  await page.goto(`${shared.server.url}/${path}`);
   if (!firstVisit) await page.getByTestId('node-start').waitFor(WAIT);
   return { page, errors };
 }
