@@ -67,7 +67,12 @@ describe('scale-out failures', () => {
     const cb = new EventsClient(wsOf(b.url), b.url);
     await cb.open();
     cb.subscribeAfter(id, got.at(-1)!.seq);
-    await cb.until(() => isFinal(cb.events.get(id)?.at(-1), id), 'the end of the run on B', 60_000);
+    await cb.until(
+      () => isFinal(cb.events.get(id)?.at(-1), id) || cb.problems.length > 0,
+      'the end of the run on B',
+      60_000,
+    );
+    expect(cb.problems).toEqual([]);
     const all = [...got, ...cb.events.get(id)!];
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
     expect(all.at(-1)?.type).toBe('run.completed');
@@ -75,6 +80,57 @@ describe('scale-out failures', () => {
     expect(all).toEqual(onB);
     expect(ca.problems).toEqual([]);
     expect(cb.problems).toEqual([]);
+    await cb.close();
+  }, 120_000);
+
+  it('a client that moves to an instance which has not recorded the run yet is answered once it has, not told "no run"', async () => {
+    const redis = await startRedis({ appendonly: true });
+    cleanup.push(() => redis.stop());
+    const counter = join(tmp(), 'count.txt');
+    const a = await startServer(redis.url, tmp());
+    const b = await startServer(redis.url, tmp());
+    cleanup.push(
+      () => a.kill9(),
+      () => b.kill9(),
+    );
+    const w = await startWorker(redis.url, tmp(), counter);
+    cleanup.push(() => w.kill9());
+
+    // B is stopped while the run starts, so the announcement is still unread when the client comes.
+    b.child.kill('SIGSTOP');
+    let stopped = true;
+    cleanup.push(() => {
+      if (stopped) b.child.kill('SIGCONT');
+    });
+    const id = await startRun(a.url, { flow: batteryFlow(120), input: 'go' });
+    const ca = new EventsClient(wsOf(a.url), a.url);
+    await ca.open();
+    ca.subscribeAfter(id, 0);
+    await ca.until(() => (ca.events.get(id)?.length ?? 0) >= 4, 'some events on A', 60_000);
+    await a.kill9();
+    const got = [...(ca.events.get(id) ?? [])];
+    b.child.kill('SIGCONT');
+    stopped = false;
+
+    const [run, cb] = await Promise.all([
+      fetch(`${b.url}/api/runs/${id}`),
+      (async () => {
+        const cb = new EventsClient(wsOf(b.url), b.url);
+        await cb.open();
+        cb.subscribeAfter(id, got.at(-1)!.seq);
+        return cb;
+      })(),
+    ]);
+    expect(run.status).toBe(200);
+    await cb.until(
+      () => isFinal(cb.events.get(id)?.at(-1), id) || cb.problems.length > 0,
+      'the end of the run on B',
+      60_000,
+    );
+    expect(cb.problems).toEqual([]);
+    const all = [...got, ...cb.events.get(id)!];
+    expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+    expect(all.at(-1)?.type).toBe('run.completed');
     await cb.close();
   }, 120_000);
 

@@ -85,6 +85,14 @@ export class QueueExecutor implements RunExecutor {
     return eventsAfter(this.redis, this.keys, runId, after, limit);
   }
 
+  async knows(runId: string): Promise<boolean> {
+    return (await this.redis.exists(this.keys.spec(runId))) === 1;
+  }
+
+  poke(): void {
+    this.readAnnounced();
+  }
+
   command(runId: string, cmd: RunCommand): Promise<void> {
     return sendCommand(this.redis, this.keys, runId, cmd);
   }

@@ -333,6 +333,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Switchb
           .filter((r) => r.flowId === flowId && !FINAL.has(r.status))
           .map((r) => r.id),
       flowOf: (runId) => store.catalog.data.runs[runId]?.flowId,
+      ...(executor ? { arrived: (runId: string) => runs.arrived(runId) } : {}),
     },
     options.hub,
   );

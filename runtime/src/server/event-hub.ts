@@ -43,6 +43,11 @@ export interface HubSource {
   /** Runs of a flow that are still live (not in a final state). */
   liveRunsOf(flowId: string): string[];
   flowOf(runId: string): string | undefined;
+  /**
+   * Scaled out: resolves true once a run unknown here is recorded (another instance started it
+   * and its announcement is on the way); false when no instance has it.
+   */
+  arrived?(runId: string): Promise<boolean>;
 }
 
 export interface HubOptions {
@@ -412,15 +417,25 @@ export class EventHub {
       const after = seqOf(msg.after);
       if (after === undefined) return this.bad(c, 'bad-message', '"after" must be a seq (integer ≥ 0)');
       const runId = msg.runId;
-      if (this.source.eventsAfter(runId, after, 0) === undefined)
-        return this.bad(c, 'not-found', `no run ${runId}`);
-      c.provisional = provisional;
-      c.runs.add(runId);
-      const set = this.byRun.get(runId) ?? new Set<Client>();
-      this.byRun.set(runId, set);
-      set.add(c);
-      this.reply(c, { type: 'subscribed', runId, after });
-      this.catchUp(c, runId, after);
+      if (this.source.eventsAfter(runId, after, 0) !== undefined)
+        return this.subscribeRun(c, runId, after, provisional);
+      if (!this.source.arrived) return this.bad(c, 'not-found', `no run ${runId}`);
+      // Scaled out, a run another instance started may be recorded here a moment later.
+      void this.source.arrived(runId).then(
+        (ok) => {
+          if (c.closing) return;
+          if (!ok || this.source.eventsAfter(runId, after, 0) === undefined)
+            return this.bad(c, 'not-found', `no run ${runId}`);
+          if (c.provisional !== undefined && c.provisional !== provisional)
+            return this.bad(
+              c,
+              'bad-message',
+              'this connection subscribed with the other "provisional" meanwhile',
+            );
+          this.subscribeRun(c, runId, after, provisional);
+        },
+        () => this.bad(c, 'not-found', `no run ${runId}`),
+      );
       return;
     }
     if (typeof msg.flowId === 'string') {
@@ -451,6 +466,16 @@ export class EventHub {
       return;
     }
     this.bad(c, 'bad-message', 'subscribe needs "runId" or "flowId"');
+  }
+
+  private subscribeRun(c: Client, runId: string, after: number, provisional: boolean): void {
+    c.provisional = provisional;
+    c.runs.add(runId);
+    const set = this.byRun.get(runId) ?? new Set<Client>();
+    this.byRun.set(runId, set);
+    set.add(c);
+    this.reply(c, { type: 'subscribed', runId, after });
+    this.catchUp(c, runId, after);
   }
 
   /**

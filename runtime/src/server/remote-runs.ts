@@ -23,6 +23,10 @@ export interface RunExecutor {
   /** The run's events with seq > after, in order, at most `limit`. */
   eventsAfter(runId: string, after: number, limit: number): Promise<RunEvent[]>;
   command(runId: string, cmd: RunCommand): Promise<void>;
+  /** Whether the executor has this run (started by any instance, not yet expired). */
+  knows(runId: string): Promise<boolean>;
+  /** Reads the announcements now rather than on the next notification or tick. */
+  poke(): void;
   /**
    * Tells `grew` when a run's events may have grown and `announced` of runs started anywhere
    * (every one known so far first, then new ones as they come).
@@ -69,6 +73,10 @@ export class RemoteRuns {
   private readonly followed = new Map<string, Followed>();
   /** Runs announced by another instance being recorded here (announcements may repeat). */
   private readonly adopting = new Set<string>();
+  /** Announced runs whose recording failed (a storage fault): tried again on every tick. */
+  private readonly retrying = new Map<string, () => void>();
+  /** Callers waiting for a run to be recorded here (`arrived`). */
+  private readonly arrivals = new Map<string, Set<() => void>>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private closed = false;
 
@@ -136,19 +144,52 @@ export class RemoteRuns {
     }
     await this.h.executor.watch({
       grew: (runId) => this.pull(runId),
-      announced: (rec, spec) => {
-        if (this.adopting.has(rec.id)) return;
-        this.adopting.add(rec.id);
-        this.adopt(rec, spec)
-          .catch((e: unknown) => this.h.log.warn({ runId: rec.id, err: String(e) }, 'could not record a run'))
-          .finally(() => this.adopting.delete(rec.id));
-      },
+      announced: (rec, spec) => this.adoptOnce(rec, spec),
     });
     this.timer = setInterval(() => {
       for (const id of this.followed.keys()) this.pull(id);
+      for (const again of [...this.retrying.values()]) again();
     }, this.h.pollMs ?? 1000);
     this.timer.unref();
     return out;
+  }
+
+  /**
+   * Resolves true once a run is recorded here, when the executor has it but its announcement
+   * has not been recorded yet — a client that moved here from a dead instance asks for a run
+   * this instance may learn of a moment later. False at once for a run the executor does not
+   * have, and after `ms` if it is still not recorded.
+   */
+  async arrived(runId: string, ms = 10_000): Promise<boolean> {
+    const recorded = () => this.h.store.catalog.data.runs[runId] !== undefined;
+    if (recorded()) return true;
+    if (this.closed || !(await this.h.executor.knows(runId).catch(() => false))) return false;
+    if (recorded()) return true;
+    return new Promise<boolean>((resolve) => {
+      const waiters = this.arrivals.get(runId) ?? new Set<() => void>();
+      this.arrivals.set(runId, waiters);
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0) this.arrivals.delete(runId);
+        resolve(recorded());
+      };
+      const timer = setTimeout(done, ms);
+      waiters.add(done);
+      this.h.executor.poke();
+    });
+  }
+
+  private adoptOnce(rec: RunRecord, spec: () => Promise<RunSpec | undefined>): void {
+    if (this.adopting.has(rec.id)) return;
+    this.adopting.add(rec.id);
+    this.retrying.delete(rec.id);
+    this.adopt(rec, spec)
+      .catch((e: unknown) => {
+        this.h.log.warn({ runId: rec.id, err: String(e) }, 'could not record a run; trying again');
+        if (!this.closed) this.retrying.set(rec.id, () => this.adoptOnce(rec, spec));
+      })
+      .finally(() => this.adopting.delete(rec.id));
   }
 
   /** A run another instance started: recorded here too, then followed. */
@@ -178,6 +219,7 @@ export class RemoteRuns {
     });
     const f: Followed = { rec, log, commit, busy: false, again: false, ended: false, done, resolve };
     this.followed.set(rec.id, f);
+    for (const done of [...(this.arrivals.get(rec.id) ?? [])]) done();
     this.pull(rec.id);
   }
 
@@ -230,6 +272,8 @@ export class RemoteRuns {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    this.retrying.clear();
+    for (const waiters of [...this.arrivals.values()]) for (const done of [...waiters]) done();
     await this.h.executor.close();
     for (const f of this.followed.values()) {
       await this.h.store.closeLog(f.rec.id).catch(() => {});

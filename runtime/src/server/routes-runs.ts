@@ -116,8 +116,9 @@ export function registerRunRoutes(
   const digests = new RunDigests(store);
   /** A run as the API lists it: its entry, whether it is live, its path and cost (run-digest.ts). */
   const listed = async (r: RunRecord) => ({ ...r, live: runs.isLive(r.id), ...(await digests.of(r)) });
-  const getRun = (id: string) => {
-    const r = catalog.data.runs[id];
+  /** Scaled out, a run another instance started may be recorded here a moment later (arrived). */
+  const getRun = async (id: string) => {
+    const r = catalog.data.runs[id] ?? ((await runs.arrived(id)) ? catalog.data.runs[id] : undefined);
     if (!r) throw new HttpError(404, 'not-found', `no run ${id}`);
     return r;
   };
@@ -243,7 +244,7 @@ export function registerRunRoutes(
     '/api/runs/:id',
     { schema: { summary: 'A run: status, result, counters', params: runParams } },
     async (req) => {
-      return { run: await listed(getRun(req.params.id)) };
+      return { run: await listed(await getRun(req.params.id)) };
     },
   );
 
@@ -263,7 +264,7 @@ export function registerRunRoutes(
       },
     },
     async (req) => {
-      const r = getRun(req.params.id);
+      const r = await getRun(req.params.id);
       const events = store.readEvents(r.id, req.query.after ?? 0, req.query.limit ?? 1000);
       return { runId: r.id, status: r.status, events, lastSeq: events.at(-1)?.seq ?? req.query.after ?? 0 };
     },
@@ -279,7 +280,7 @@ export function registerRunRoutes(
       },
     },
     async (req) => {
-      const r = getRun(req.params.id);
+      const r = await getRun(req.params.id);
       const spec = await store.readSpec(r.id).catch(() => undefined);
       const events = store.readEvents(r.id);
       const live = runs.isLive(r.id);
@@ -299,7 +300,7 @@ export function registerRunRoutes(
       },
     },
     async (req, reply) => {
-      const r = getRun(req.params.id);
+      const r = await getRun(req.params.id);
       const cmd = parseCommand(req.body);
       if (!runs.isLive(r.id) && !runs.hostedElsewhere(r.id)) {
         // A headless run's engine state lives in its process: this server holds only its log.

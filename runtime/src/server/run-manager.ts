@@ -195,6 +195,12 @@ export class RunManager {
     );
   }
 
+  /** Scaled out: waits for a run another instance started to be recorded here (RemoteRuns.arrived). */
+  arrived(runId: string): Promise<boolean> {
+    if (this.store.catalog.data.runs[runId]) return Promise.resolve(true);
+    return this.remote ? this.remote.arrived(runId) : Promise.resolve(false);
+  }
+
   /** Hosted by another process (attached), connected or not: commands go through `command`. */
   hostedElsewhere(runId: string): boolean {
     return this.attached?.owns(runId) === true;
