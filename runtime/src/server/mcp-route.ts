@@ -4,7 +4,7 @@
  * any MCP client. The request gate (guard.ts) has already checked Host and the token; here every
  * request that carries an Origin, GET and DELETE included (they open and end sessions), must
  * come from an allowed one. A call starts a normal server run (source `mcp`, in the history like
- * any other) and follows it through its durable events.
+ * any other) and follows it through its durable events. Streams are resumable (event-store.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -12,6 +12,7 @@ import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/se
 import type { Flow, RunEvent } from '@switchboard/schemas';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { RunCommand, RunResult } from '../engine/types.js';
+import { BoundedEventStore, SERVED_RETRY_MS } from '../mcp/event-store.js';
 import type { StartServedRun } from '../mcp/served-call.js';
 import type { Store } from '../store/store.js';
 import type { FlowRecords } from './flow-records.js';
@@ -159,6 +160,9 @@ export function registerMcpRoute(app: FastifyInstance, d: McpRouteDeps): { close
         }
         const t = new Transport({
           sessionIdGenerator: () => randomUUID(),
+          // Resumable streams: a call whose stream drops is resumed with Last-Event-ID.
+          eventStore: new BoundedEventStore(),
+          retryInterval: SERVED_RETRY_MS,
           onsessioninitialized: (id) => {
             sessions.set(id, t);
           },
