@@ -12,6 +12,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { answerElicitation } from '../../runtime/src/engine/elicitation.js';
 import { McpConnection } from '../../runtime/src/mcp/connection.js';
 import { StoredOAuthProvider } from '../../runtime/src/mcp/oauth/provider.js';
+import { readSigningKey } from '../../runtime/src/mcp/oauth/signing-key.js';
 import { McpAuthStore } from '../../runtime/src/mcp/oauth/store.js';
 import { createGuardedFetch } from '../../runtime/src/net/outbound.js';
 
@@ -59,6 +60,8 @@ async function main(serverUrl: string): Promise<void> {
   const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as {
     client_id?: string;
     client_secret?: string;
+    private_key_pem?: string;
+    signing_algorithm?: string;
   };
   if (context.client_id) {
     const grant = process.env.MCP_CONFORMANCE_SCENARIO?.startsWith('auth/client-credentials')
@@ -71,6 +74,10 @@ async function main(serverUrl: string): Promise<void> {
         client_id: context.client_id,
         ...(context.client_secret ? { client_secret: context.client_secret } : {}),
       },
+      // private_key_jwt: the key the operator configures with `mcp-login --private-key FILE`.
+      ...(context.private_key_pem
+        ? { signingKey: readSigningKey(context.private_key_pem, 'context', context.signing_algorithm) }
+        : {}),
     });
   }
   const guarded = createGuardedFetch({ allowLoopback: true });

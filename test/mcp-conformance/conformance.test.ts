@@ -4,7 +4,8 @@
  * - every client scenario of spec version 2025-11-25 against Switchboard's MCP client (the
  *   launcher `client.ts` drives `McpConnection` with the operator's OAuth store), auth included,
  *   against the suite's own authorization servers;
- * - the extension scenario `auth/client-credentials-basic` (the operator's client credentials);
+ * - the extension scenarios `auth/client-credentials-basic` and `auth/client-credentials-jwt`
+ *   (the operator's client credentials, with a secret or a private key);
  * - the server scenarios that apply to a flow server against `switchboard mcp FLOW --http`
  *   (the same scenarios against `switchboard serve`'s `/mcp`: serve-conformance.test.ts).
  * `expected-failures.yml` lists what may fail, each entry with its reason; the suite itself
@@ -29,7 +30,7 @@ import {
   TS,
 } from './suite.js';
 
-const EXTENSIONS = ['auth/client-credentials-basic'];
+const EXTENSIONS = ['auth/client-credentials-basic', 'auth/client-credentials-jwt'];
 
 describe('MCP conformance suite', () => {
   it(`passes every client scenario of ${SPEC} (or fails only as expected-failures.yml says)`, async () => {

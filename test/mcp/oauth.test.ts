@@ -6,7 +6,8 @@
  * hashed name; a run then uses them, and refreshes them once the server stops taking them.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorRefusal } from '../../runtime/src/engine/error-info.js';
@@ -95,7 +96,68 @@ async function login(dataDir: string): Promise<{ code: number | null; out: strin
   return { code, out, err };
 }
 
+/** `switchboard mcp-login …` run to its end with no browser. */
+async function cli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  const ch = spawn(process.execPath, [...CLI_SRC, 'mcp-login', ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: tmp.dir, SWITCHBOARD_HOME: join(tmp.dir, 'sbhome') },
+  });
+  children.push(ch);
+  let out = '';
+  let err = '';
+  ch.stdout.on('data', (b: Buffer) => {
+    out += b.toString();
+  });
+  ch.stderr.on('data', (b: Buffer) => {
+    err += b.toString();
+  });
+  const code = await new Promise<number | null>((r) => ch.on('close', r));
+  return { code, out, err };
+}
+
 describe('OAuth for remote MCP servers', () => {
+  it('mcp-login --private-key keeps the key (PKCS#8, its algorithm, mode 0600) for private_key_jwt and never prints it; a bad key is refused by name and nothing is stored', async () => {
+    const data = join(tmp.dir, 'data');
+    const keyFile = join(tmp.dir, 'client.pem');
+    const key = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'sec1', format: 'pem' })
+      .toString();
+    writeFileSync(keyFile, key, { mode: 0o600 });
+    const base = [as.url, '--data', data, '--allow-outbound', 'loopback', '--client-id', 'svc'];
+
+    const bad = join(tmp.dir, 'bad.pem');
+    writeFileSync(bad, 'not a key');
+    const refused = await cli([...base, '--client-credentials', '--private-key', bad]);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain(`--private-key ${bad}: not a PEM private key`);
+    const wrongAlg = await cli([
+      ...base,
+      '--client-credentials',
+      '--private-key',
+      keyFile,
+      '--signing-alg',
+      'RS256',
+    ]);
+    expect(wrongAlg.err).toContain('this ec key signs with ES256, not RS256');
+    expect((await cli([...base, '--private-key', keyFile, '--client-secret-env', 'X'])).err).toContain(
+      'choose one',
+    );
+    expect(existsSync(mcpAuthDir(data)) && readdirSync(mcpAuthDir(data)).length > 0).toBe(false);
+
+    // The fixture's authorization server takes no client_credentials: the login fails, the key stays.
+    const r = await cli([...base, '--client-credentials', '--private-key', keyFile]);
+    expect(r.out + r.err).not.toContain('PRIVATE KEY');
+    const dir = mcpAuthDir(data);
+    const [file] = readdirSync(dir);
+    expect(statSync(join(dir, file!)).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(readFileSync(join(dir, file!), 'utf8'));
+    expect(stored).toMatchObject({ grant: 'client_credentials', client: { client_id: 'svc' } });
+    expect(stored.signingKey.alg).toBe('ES256');
+    expect(stored.signingKey.pem).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+    const listed = await cli(['--list', '--data', data]);
+    expect(listed.out).toContain('client_credentials (private_key_jwt)');
+    expect(listed.out).not.toContain('PRIVATE KEY');
+  }, 90_000);
+
   it('a headless run without a stored login fails by name, tells the operator what to run, registers nothing', async () => {
     const store = new McpAuthStore(mcpAuthDir(tmp.dir));
     const err = await headless(store)

@@ -3,7 +3,9 @@
  * asks for OAuth. It prints the authorization URL, receives the callback on a loopback port and
  * stores the tokens (mode 0600) in `$SWITCHBOARD_HOME/mcp-auth`, or in `DIR/mcp-auth` for a
  * server started with `serve --data DIR`. `--client-id` (+ `--client-secret-env`) configures a
- * pre-registered client; with `--client-credentials` runs get tokens with no person at all.
+ * pre-registered client; with `--client-credentials` runs get tokens with no person at all, the
+ * client authenticating with its secret or, with `--private-key FILE`, with signed assertions
+ * (private_key_jwt).
  * `--list` shows the stored logins (never a secret), `--logout` forgets one.
  */
 import type { Command } from 'commander';
@@ -16,6 +18,8 @@ interface LoginFlags extends OperatorFlags {
   clientId?: string;
   clientSecretEnv?: string;
   clientCredentials?: boolean;
+  privateKey?: string;
+  signingAlg?: string;
   scope?: string;
   list?: boolean;
   logout?: boolean;
@@ -33,6 +37,11 @@ export function registerMcpLogin(program: Command, ctx: CliContext): void {
     .option('--client-id <id>', 'a client registered with the authorization server beforehand')
     .option('--client-secret-env <name>', "the environment variable holding that client's secret")
     .option('--client-credentials', 'use the client_credentials grant (machine to machine, no browser)')
+    .option(
+      '--private-key <file>',
+      'authenticate the client with assertions signed by this PEM private key (private_key_jwt) instead of a secret',
+    )
+    .option('--signing-alg <alg>', "the assertions' algorithm (default: the key's, e.g. ES256 for P-256)")
     .option('--scope <scope>', 'scope to ask for with --client-credentials')
     .option('--list', 'list the stored logins')
     .option('--logout', 'forget the login of URL');
@@ -70,16 +79,36 @@ export function registerMcpLogin(program: Command, ctx: CliContext): void {
     if (!Number.isInteger(port) || port < 0 || port > 65535)
       return usage(`--port needs a port number, got ${opts.port}`);
     if (opts.clientCredentials && !opts.clientId) return usage('--client-credentials needs --client-id');
+    if ((opts.privateKey || opts.signingAlg) && !opts.clientId)
+      return usage(`${opts.privateKey ? '--private-key' : '--signing-alg'} needs --client-id`);
+    if (opts.signingAlg && !opts.privateKey) return usage('--signing-alg needs --private-key');
+    if (opts.privateKey && opts.clientSecretEnv)
+      return usage(
+        '--private-key and --client-secret-env are two ways to authenticate the client: choose one',
+      );
     if (opts.clientId) {
       let secret: string | undefined;
       if (opts.clientSecretEnv) {
         secret = process.env[opts.clientSecretEnv];
         if (!secret) return usage(`--client-secret-env ${opts.clientSecretEnv}: that variable is not set`);
       }
+      let signingKey: { pem: string; alg: string } | undefined;
+      if (opts.privateKey) {
+        const { readFileSync } = await import('node:fs');
+        const { readSigningKey } = await import('../../mcp/oauth/signing-key.js');
+        const where = `--private-key ${opts.privateKey}`;
+        try {
+          signingKey = readSigningKey(readFileSync(resolve(opts.privateKey), 'utf8'), where, opts.signingAlg);
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          return usage(code ? `${where}: cannot read it (${code})` : (e as Error).message);
+        }
+      }
       store.write(serverUrl, {
         grant: opts.clientCredentials ? 'client_credentials' : 'authorization_code',
         preRegistered: true,
         client: { client_id: opts.clientId, ...(secret ? { client_secret: secret } : {}) },
+        ...(signingKey ? { signingKey } : {}),
         ...(opts.scope ? { scope: opts.scope } : {}),
       });
     }

@@ -7,10 +7,16 @@
  *   harness) the page is opened and the code that comes back is held for `finishAuth`;
  * - without one (a headless run) it is a named error telling the operator how to log in, and no
  *   client is registered on the way.
- * `client_credentials` (operator-configured, never the flow) needs no person at all.
+ * `client_credentials` (operator-configured, never the flow) needs no person at all; its client
+ * authenticates with a secret or, with a stored signing key, with `private_key_jwt` assertions.
  */
 import { randomBytes } from 'node:crypto';
-import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import type {
+  AddClientAuthentication,
+  OAuthClientProvider,
+  OAuthDiscoveryState,
+} from '@modelcontextprotocol/sdk/client/auth.js';
+import { createPrivateKeyJwtAuth } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import type {
   OAuthClientInformationMixed,
   OAuthClientMetadata,
@@ -93,7 +99,35 @@ export class StoredOAuthProvider implements OAuthClientProvider {
       redirect_uris: redirect ? [redirect] : [],
       grant_types: this.clientCredentials ? ['client_credentials'] : ['authorization_code', 'refresh_token'],
       response_types: this.clientCredentials ? [] : ['code'],
+      ...(this.entry().signingKey ? { token_endpoint_auth_method: 'private_key_jwt' } : {}),
     };
+  }
+
+  private signer: { pem: string; alg: string; clientId: string; fn: AddClientAuthentication } | undefined;
+
+  /**
+   * With a stored signing key, every token request carries a fresh assertion signed by it (the
+   * SDK asks for this property at each request, so a key changed on disk is used next time).
+   */
+  get addClientAuthentication(): AddClientAuthentication | undefined {
+    const key = this.entry().signingKey;
+    const clientId = this.entry().client?.client_id;
+    if (!key || !clientId) return undefined;
+    let s = this.signer;
+    if (s?.pem !== key.pem || s.alg !== key.alg || s.clientId !== clientId) {
+      s = {
+        ...key,
+        clientId,
+        fn: createPrivateKeyJwtAuth({
+          issuer: clientId,
+          subject: clientId,
+          privateKey: key.pem,
+          alg: key.alg,
+        }),
+      };
+      this.signer = s;
+    }
+    return s.fn;
   }
 
   state(): string {

@@ -23,6 +23,11 @@ export interface StoredServerAuth {
   client?: OAuthClientInformationMixed;
   /** The operator configured the client: an invalid_client error does not erase it. */
   preRegistered?: boolean;
+  /**
+   * `private_key_jwt`: the client authenticates to the token endpoint with assertions signed by
+   * this key (signing-key.ts) instead of a secret.
+   */
+  signingKey?: { pem: string; alg: string };
   /** Scope the operator asks for with `client_credentials`. */
   scope?: string;
   tokens?: OAuthTokens;
@@ -134,7 +139,7 @@ export class McpAuthStore {
             : undefined;
         out.push({
           serverUrl: e.serverUrl,
-          grant: e.grant ?? 'authorization_code',
+          grant: `${e.grant ?? 'authorization_code'}${e.signingKey ? ' (private_key_jwt)' : ''}`,
           hasTokens: !!e.tokens?.access_token,
           ...(exp !== undefined ? { expiresAt: exp } : {}),
         });
