@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { defaultModelFactory } from '../models/factory.js';
+import type { ModelFactory } from '../models/types.js';
 import { agent, collectRun, edge, flow, node, recordingModels, trace } from './testing/index.js';
 
 const speakers = (events: { type: string; nodeId?: string }[]) =>
@@ -172,14 +174,38 @@ describe('team: groupChat', () => {
     ]);
     const r1 = await collectRun(tok, 'x');
     expect(speakers(r1.events)).toHaveLength(3);
+    // The run's clock is the test's: every reply takes 50 ms of it, whatever the machine's load.
+    // No maxTurns: without the timeout the chat would go on until the step budget fails the run.
+    let t = 1_000_000;
+    const ticking: ModelFactory = (name, config, ctx) => {
+      const inner = defaultModelFactory(name, config, ctx);
+      return {
+        scripted: inner.scripted,
+        complete(req) {
+          t += 50;
+          return inner.complete(req);
+        },
+      };
+    };
     const slow = chat({ strategy: 'roundRobin' }, [], [], { timeoutMs: 120 }, [
-      { fallback: true, text: 'hi', latencyMs: 50 },
+      { fallback: true, text: 'hi' },
     ]);
-    const r2 = await collectRun(slow, 'x');
+    const r2 = await collectRun(slow, 'x', { models: ticking, now: () => t });
     expect(r2.result.status).toBe('completed');
-    expect(speakers(r2.events).length).toBeGreaterThanOrEqual(2);
-    expect(speakers(r2.events).length).toBeLessThan(10);
-    expect(r2.events.some((e) => e.type === 'log' && e.text.includes('timeout 120 ms'))).toBe(true);
+    // 50 and 100 ms are within the timeout, 150 ms is past it: the third turn is the last.
+    expect(speakers(r2.events)).toEqual(['alice', 'bob', 'alice']);
+    // The team's first word on its end names the reason: the timeout, not another limit.
+    const said = r2.events.filter((e) => e.type === 'log' && e.nodeId === 'room');
+    expect((said[0] as { text: string } | undefined)?.text).toBe('team room: timeout 120 ms');
+    // On the real clock too: a reply far longer than the timeout (a loaded machine only makes
+    // it longer) ends the chat after the first turn.
+    const late = chat({ strategy: 'roundRobin' }, [], [], { timeoutMs: 20 }, [
+      { fallback: true, text: 'hi', latencyMs: 300 },
+    ]);
+    const r3 = await collectRun(late, 'x');
+    expect(r3.result.status).toBe('completed');
+    expect(speakers(r3.events)).toEqual(['alice']);
+    expect(r3.events.some((e) => e.type === 'log' && e.text === 'team room: timeout 20 ms')).toBe(true);
   });
 });
 

@@ -327,7 +327,13 @@ export function registerRunRoutes(
         }
         throw new HttpError(409, 'not-live', new RunNotLiveError(r.id, r.status).message);
       }
-      runs.command(r.id, cmd);
+      try {
+        runs.command(r.id, cmd);
+      } catch (e) {
+        // Still hosted, but its final event is out: the run is ending, not live.
+        if (e instanceof RunNotLiveError) throw new HttpError(409, 'not-live', e.message);
+        throw e;
+      }
       return reply.code(202).send({ ok: true });
     },
   );

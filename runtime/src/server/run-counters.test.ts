@@ -1,6 +1,6 @@
 import type { RunEvent } from '@switchboard/schemas';
 import { describe, expect, it } from 'vitest';
-import { applyEvent, countLog, isReplayed, ReplayMarker, zeroCounters } from './run-counters.js';
+import { applyEvent, countLog, endedBy, isReplayed, ReplayMarker, zeroCounters } from './run-counters.js';
 
 const turn = (seq: number, tokens: number, runId = 'r'): RunEvent =>
   ({
@@ -72,5 +72,19 @@ describe('counters follow the log', () => {
     expect(rec.status).toBe('running');
     expect(applyEvent(rec, ev(3, 'run.paused'))).toBe(true);
     expect(rec).toMatchObject({ status: 'paused', lastSeq: 3 });
+  });
+});
+
+describe('a run ends with its own final event', () => {
+  it('names the status of run.completed, run.failed and run.cancelled of the run itself only', () => {
+    expect(endedBy('r', ev(9, 'run.completed'))).toBe('completed');
+    expect(endedBy('r', ev(9, 'run.failed'))).toBe('failed');
+    expect(endedBy('r', ev(9, 'run.cancelled'))).toBe('cancelled');
+    for (const type of ['run.paused', 'run.started', 'run.resumed', 'node.completed', 'turn.completed'])
+      expect(endedBy('r', ev(9, type))).toBeUndefined();
+    // A delegated (nested) run ending is not its parent's end: the parent still takes commands.
+    expect(
+      endedBy('r', { ...ev(9, 'run.completed'), runId: 'r~1', parentRunId: 'r' } as RunEvent),
+    ).toBeUndefined();
   });
 });

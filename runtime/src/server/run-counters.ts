@@ -10,6 +10,21 @@ import type { RunCounters, RunRecord } from '../store/catalog.js';
 
 export const FINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
 
+const ENDS = new Map<string, RunStatus>([
+  ['run.completed', 'completed'],
+  ['run.failed', 'failed'],
+  ['run.cancelled', 'cancelled'],
+]);
+
+/**
+ * The status a run's own final event ends it with; undefined for any other event (a nested
+ * run's end included). The engine emits nothing after it and takes no more commands.
+ */
+export function endedBy(runId: string, ev: RunEvent): RunStatus | undefined {
+  const status = ENDS.get(ev.type);
+  return status !== undefined && ev.runId === runId ? status : undefined;
+}
+
 export const nowIso = (): string => new Date().toISOString();
 
 export const isReplayed = (ev: RunEvent): boolean => ev.replayed === true;

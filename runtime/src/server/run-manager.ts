@@ -14,7 +14,14 @@ import { randomBytes } from 'node:crypto';
 import type { Flow, Problem, RunEvent } from '@switchboard/schemas';
 import { type Forker, type ForkPlan, forkRunOptions } from '../cassette/fork.js';
 import { invalidFlowMessage } from '../engine/errors.js';
-import type { RunCheckpoint, RunCommand, RunFlow, RunOptions, RunResult } from '../engine/types.js';
+import type {
+  RunCheckpoint,
+  RunCommand,
+  RunFlow,
+  RunOptions,
+  RunResult,
+  RunStatus,
+} from '../engine/types.js';
 import { serverScriptsDir } from '../models/script-file.js';
 import type { RunRecord } from '../store/catalog.js';
 import { StoreError } from '../store/errors.js';
@@ -31,6 +38,7 @@ import { afterPoll } from './loop-turn.js';
 import { RemoteRuns, type RunExecutor } from './remote-runs.js';
 import {
   applyEvent,
+  endedBy,
   FINAL,
   nowIso,
   pauseForStorage,
@@ -126,6 +134,11 @@ interface Active {
   result: Promise<RunResult>;
   /** Set when this process stops hosting the run (shutdown): later events are not recorded. */
   detached: boolean;
+  /**
+   * The status of the run's final event, once the engine emitted it: from then on the run only
+   * closes its log and index entry here, and a command to it is refused (see command).
+   */
+  ended: RunStatus | undefined;
   abort: AbortController;
   done: Promise<void>;
 }
@@ -343,6 +356,7 @@ export class RunManager {
       journal,
       js,
       detached: false,
+      ended: undefined,
       abort,
       send: () => {},
       result: Promise.resolve({ runId, status: 'interrupted' }),
@@ -355,6 +369,7 @@ export class RunManager {
     const replay = cp ? new ReplayMarker(log.events, cp.seq) : undefined;
     let nextSeq = log.lastSeq + 1;
     const onEvent = (engineEvent: RunEvent) => {
+      a.ended ??= endedBy(runId, engineEvent);
       if (a.detached || commit.failed) return;
       const ev = replay?.pending ? replay.mark(engineEvent) : engineEvent;
       if (ev.seq !== nextSeq) {
@@ -573,6 +588,9 @@ export class RunManager {
       const rec = this.store.catalog.data.runs[runId];
       throw new RunNotLiveError(runId, rec?.status ?? 'unknown');
     }
+    // Still hosted while its log and entry close, but over: the engine would drop the command,
+    // and a client told 202 would wait for an effect that never comes.
+    if (a.ended !== undefined) throw new RunNotLiveError(runId, a.ended);
     a.send(cmd);
   }
 
