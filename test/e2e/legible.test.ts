@@ -98,6 +98,24 @@ async function measure(page: Page) {
   });
 }
 
+/**
+ * The view once it has settled: the open fits after the nodes are measured, and again when a
+ * panel settles a moment later (the fit follows the canvas's size until someone moves it), so a
+ * loaded machine may see an intermediate frame. Two equal reads 250 ms apart count as settled.
+ */
+async function settled(page: Page) {
+  await expect.poll(() => page.getByTestId('canvas').getAttribute('data-fits'), WAIT).not.toBeNull();
+  let prev = '';
+  const end = Date.now() + 15_000;
+  for (;;) {
+    const m = await measure(page);
+    const key = JSON.stringify([m.zoom, m.start, m.canvas]);
+    if (key === prev || Date.now() > end) return m;
+    prev = key;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 /** Every edge label's box and every node's box (a team: its head), on screen. */
 function labelBoxes(page: Page) {
   return page.evaluate(() => {
@@ -123,7 +141,7 @@ describe('legible on open, room for the canvas', { timeout: 120_000 }, () => {
       it(`${file} at ${size.width}×${size.height}`, async () => {
         const { page, errors } = await open(`?flow=${flow.id}`, size);
         await expect.poll(() => page.locator('.react-flow__node').count(), WAIT).toBe(flow.nodes.length);
-        const m = await measure(page);
+        const m = await settled(page);
         const share = (m.canvas.width * m.canvas.height) / (m.window.width * m.window.height);
         console.log(
           `${file} ${size.width}×${size.height}: zoom ${m.zoom.toFixed(3)}, title ${m.titlePx.toFixed(2)} px (drawn ${m.drawnPx.toFixed(2)} px), canvas ${(share * 100).toFixed(1)} %, run bar ${m.bar.height.toFixed(0)} px in ${m.barRows} row(s)`,
@@ -211,6 +229,37 @@ describe('legible on open, room for the canvas', { timeout: 120_000 }, () => {
     expect(all).toBe(true);
     await page.keyboard.press('f');
     await expect.poll(async () => (await measure(page)).zoom).toBeCloseTo(first.zoom, 3);
+  });
+
+  it("the open's fit follows the canvas's size until someone moves the view", async () => {
+    const big = EXAMPLES.reduce((a, b) => (b.flow.nodes.length > a.flow.nodes.length ? b : a));
+    const { page } = await open(`?flow=${big.flow.id}`);
+    await expect.poll(() => page.locator('.react-flow__node').count(), WAIT).toBe(big.flow.nodes.length);
+    await settled(page);
+    const offCentre = async () => {
+      const m = await measure(page);
+      return Math.abs(m.start.x + m.start.width / 2 - (m.canvas.x + m.canvas.width / 2));
+    };
+    // The window shrinks: the start node stays centred.
+    await page.setViewportSize({ width: 1100, height: 700 });
+    await expect.poll(offCentre, WAIT).toBeLessThan(2);
+    // Someone pans; the window grows again: their view stays where they put it.
+    const transform = () => page.locator('.react-flow__viewport').getAttribute('style');
+    const centred = await transform();
+    const canvas = (await page.getByTestId('canvas').boundingBox())!;
+    await page.mouse.move(canvas.x + 8, canvas.y + 8);
+    await page.mouse.down();
+    await page.mouse.move(canvas.x + 68, canvas.y + 48, { steps: 5 });
+    await page.mouse.up();
+    const before = await settled(page);
+    const moved = await transform();
+    expect(moved).not.toBe(centred);
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await expect
+      .poll(async () => (await measure(page)).canvas.width, WAIT)
+      .toBeGreaterThan(before.canvas.width);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await transform()).toBe(moved);
   });
 
   it('selecting a node opens the inspector; the flow settings open from the rail', async () => {

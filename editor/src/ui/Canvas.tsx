@@ -115,6 +115,9 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
   // A flow that was just opened (the first one included) is fitted into view once its nodes have
   // been measured, at a zoom where its titles stay readable.
   const fitPending = useRef(true);
+  // Until the person moves the view, the fit of the open follows the canvas's size: a panel that
+  // opens or closes a moment after the open (or a resized window) would leave it off centre.
+  const following = useRef(false);
   const initialized = useNodesInitialized();
   // A large flow renders only the nodes in view: the others are never measured, so React Flow
   // never calls it initialized; their estimated sizes are enough to fit (viewFit.allMeasured).
@@ -135,6 +138,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
     const attempt = () => {
       void fitLegibly(rf).then((fit) => {
         if (fit) {
+          following.current = true;
           setCorner(minimapCorner(rf, fit));
           // Counted for the benchmark and browser tests: the open is over once the view is fitted.
           const el = box.current;
@@ -145,6 +149,30 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
     attempt();
     return () => cancelAnimationFrame(frame);
   }, [initialized, virtualize, nodes, rf]);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    let last = `${el.clientWidth}x${el.clientHeight}`;
+    const ro = new ResizeObserver(() => {
+      const size = `${el.clientWidth}x${el.clientHeight}`;
+      if (size === last) return;
+      last = size;
+      if (following.current && !fitPending.current)
+        void fitLegibly(rf).then((fit) => fit && setCorner(minimapCorner(rf, fit)));
+    });
+    ro.observe(el);
+    // Any gesture on the canvas (pan, zoom, a zoom button) is the person taking the view over.
+    const stop = () => {
+      following.current = false;
+    };
+    el.addEventListener('pointerdown', stop, true);
+    el.addEventListener('wheel', stop, { capture: true, passive: true });
+    return () => {
+      ro.disconnect();
+      el.removeEventListener('pointerdown', stop, true);
+      el.removeEventListener('wheel', stop, true);
+    };
+  }, [rf]);
   useEdgeLabelLayout(rf, box, nodes, edges, initialized);
   // Rendering aids that touch no React state: while the view moves, the viewport is its own
   // compositor layer (panning moves pixels instead of repainting every node); zoomed far out,
