@@ -14,7 +14,7 @@ import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { conditionsIn } from '../../editor/src/model/conditionBuilder.js';
 import type { JsonSchema } from '../../editor/src/model/schemaForm.js';
-import { browserTests, ROOT, WAIT } from './harness.js';
+import { browserTests, ROOT, selectNode, WAIT } from './harness.js';
 
 const L = configLayout(defaultRegistry);
 const FLOWS = join(ROOT, 'flows');
@@ -51,7 +51,7 @@ async function select(page: Page, node: string): Promise<void> {
   await page.locator('.react-flow__pane').click({ position: { x: 5, y: 5 } });
   await page.keyboard.press('Shift+F');
   await page.waitForTimeout(300);
-  await page.getByTestId(`node-${node}`).click();
+  await selectNode(page, node);
   await expect.poll(() => page.getByTestId('inspector-id').textContent(), WAIT).toBe(node);
 }
 

@@ -13,7 +13,7 @@ import type { Page } from 'playwright-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, type SwitchboardServer } from '../../runtime/src/server/index.js';
 import { simpleFlow } from '../server/helpers.js';
-import { browserTests, DIST, WAIT, watchErrors } from './harness.js';
+import { browserTests, DIST, selectNode, WAIT, watchErrors } from './harness.js';
 import { type LatencyProxy, latencyProxy } from './latency-proxy.js';
 
 const browsers = browserTests('coedit-keys');
@@ -77,7 +77,7 @@ async function open(base: string, id: string) {
   const errors = watchErrors(page);
   await page.goto(`${base}/?flow=${id}`);
   await page.locator(`[data-testid="presence"][data-room="${id}"][data-status="live"]`).waitFor(WAIT);
-  await page.getByTestId('node-writer').click();
+  await selectNode(page, 'writer');
   await page.getByTestId('cfg-role').waitFor(WAIT);
   return { page, errors };
 }

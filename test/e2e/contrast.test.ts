@@ -8,7 +8,7 @@
  */
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { sharedServerBrowser, skipWelcome, WAIT } from './harness.js';
+import { selectNode, sharedServerBrowser, skipWelcome, WAIT } from './harness.js';
 
 const shared = sharedServerBrowser('contrast');
 
@@ -172,7 +172,7 @@ describe('text contrast meets WCAG AA', { timeout: 120_000 }, () => {
         .waitFor(WAIT);
       await settle(page);
       report(`${theme} editor`, await audit(page));
-      await page.getByTestId('node-triage').click();
+      await selectNode(page, 'triage');
       await page.getByTestId('inspector-id').waitFor(WAIT);
       report(`${theme} inspector`, await audit(page));
       await page.keyboard.press('Escape');

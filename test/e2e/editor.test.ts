@@ -18,6 +18,7 @@ import {
   openFlowSettings,
   ROOT,
   requireBuild,
+  selectNode,
   serveStatic,
   skipWelcome,
   watchErrors,
@@ -149,7 +150,7 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
     expect(await page.getByTestId('node-team1').getAttribute('data-problem')).toBeNull();
 
     // A model in the flow settings; a literal secret is refused.
-    await page.getByTestId('node-end').click();
+    await selectNode(page, 'end');
     await page.keyboard.press('Escape');
     await page.getByTestId('model-add').click();
     const key = page.getByTestId('model-model2-apiKey');
@@ -159,7 +160,7 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
     await page.getByTestId('model-model2-model').fill('gpt-4o-mini');
 
     // A prompt and a model on agent1.
-    await page.getByTestId('node-agent1').click();
+    await selectNode(page, 'agent1');
     expect(await page.getByTestId('inspector-id').textContent()).toBe('agent1');
     await page.getByTestId('cfg-model').selectOption('model2');
     await page.getByTestId('cfg-role').fill('Drafts the answer');
@@ -344,12 +345,12 @@ describe('editor in Chromium', { timeout: 120_000 }, () => {
     await expect.poll(doc).not.toBe(snaps[2]);
     snaps.push(await doc());
     // 4: edit its role.
-    await page.getByTestId('node-agent1').click();
+    await selectNode(page, 'agent1');
     await page.getByTestId('cfg-role').fill('Reviewer');
     await expect.poll(doc).toContain('Reviewer');
     snaps.push(await doc());
     // 5: delete the end node.
-    await page.getByTestId('node-end').click();
+    await selectNode(page, 'end');
     await page.keyboard.press('Delete');
     await expect.poll(doc).not.toContain('"end"');
     snaps.push(await doc());

@@ -7,7 +7,7 @@
 import type { RunEvent } from '@switchboard/schemas';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { artifact, browserTests, WAIT } from './harness.js';
+import { artifact, browserTests, selectNode, WAIT } from './harness.js';
 
 const srv = browserTests('fork-rerun');
 const { serve, person } = srv;
@@ -29,7 +29,7 @@ describe('re-run from a node, in the editor', { timeout: 180_000 }, () => {
     await phase(page, 'completed');
     const parentId = (await page.getByTestId('run-panel').getAttribute('data-run-id'))!;
 
-    await page.getByTestId('node-refund-writer').click();
+    await selectNode(page, 'refund-writer');
     const trace = page.getByTestId('trace-panel');
     await trace.waitFor(WAIT);
     await trace.locator('[data-testid="trace-rerun"][data-turn="1"]').click();

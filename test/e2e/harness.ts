@@ -251,3 +251,23 @@ export function sharedServerBrowser(name: string) {
     },
   };
 }
+
+/**
+ * Selects a node as a person does, by clicking it, once the open's fit has placed the view: on
+ * a loaded machine a click that lands while the view still moves hits the pane, so it is tried
+ * again until the node is selected.
+ */
+export async function selectNode(page: Page, id: string): Promise<void> {
+  await page.locator('[data-testid="canvas"][data-fits]').waitFor(WAIT);
+  const selected = page.locator(`.react-flow__node[data-id="${id}"].selected`);
+  const end = Date.now() + 30_000;
+  for (;;) {
+    await page.getByTestId(`node-${id}`).click();
+    try {
+      await selected.waitFor({ timeout: 2000 });
+      return;
+    } catch (e) {
+      if (Date.now() > end) throw new Error(`node ${id} is not selected after clicking it: ${String(e)}`);
+    }
+  }
+}

@@ -13,7 +13,15 @@ import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { artifact, ROOT, sharedServerBrowser, skipWelcome, WAIT, watchErrors } from './harness.js';
+import {
+  artifact,
+  ROOT,
+  selectNode,
+  sharedServerBrowser,
+  skipWelcome,
+  WAIT,
+  watchErrors,
+} from './harness.js';
 
 const FLOWS = join(ROOT, 'flows');
 const EXAMPLES = readdirSync(FLOWS)
@@ -231,7 +239,7 @@ describe('legible on open, room for the canvas', { timeout: 120_000 }, () => {
     await expect.poll(async () => (await measure(page)).zoom).toBeCloseTo(first.zoom, 3);
   });
 
-  it("the open's fit follows the canvas's size until someone moves the view", async () => {
+  it("the open's fit follows the canvas's size until the person does something", async () => {
     const big = EXAMPLES.reduce((a, b) => (b.flow.nodes.length > a.flow.nodes.length ? b : a));
     const { page } = await open(`?flow=${big.flow.id}`);
     await expect.poll(() => page.locator('.react-flow__node').count(), WAIT).toBe(big.flow.nodes.length);
@@ -271,7 +279,7 @@ describe('legible on open, room for the canvas', { timeout: 120_000 }, () => {
     expect(await side.getAttribute('data-open')).toBe('true');
     await page.getByTestId('btn-flow-settings').click();
     expect(await page.getByTestId('flow-name').count()).toBe(0);
-    await page.getByTestId('node-start').click();
+    await selectNode(page, 'start');
     await page.getByTestId('inspector-id').waitFor();
     expect(await page.getByTestId('inspector-id').textContent()).toBe('start');
     await page.keyboard.press('Escape');

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Flow } from '@switchboard/schemas';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { artifact, browserTests, openFlowSettings, ROOT, serveStatic, WAIT } from './harness.js';
+import { artifact, browserTests, openFlowSettings, ROOT, selectNode, serveStatic, WAIT } from './harness.js';
 
 const TRIAGE = JSON.parse(readFileSync(join(ROOT, 'flows', 'support-triage.json'), 'utf8')) as Flow;
 const EXAMPLE = (TRIAGE.metadata as { examples: Array<{ input: string }> }).examples[0]!.input;
@@ -215,7 +215,7 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
     const { page, errors } = await person('/?flow=support-triage');
     await inRoom(page, 'support-triage');
     // A breakpoint on the node that sends the reply.
-    await page.getByTestId('node-sender').click();
+    await selectNode(page, 'sender');
     await page.getByTestId('btn-breakpoint').click();
     expect(await page.getByTestId('btn-breakpoint').getAttribute('aria-pressed')).toBe('true');
     expect(await page.getByTestId('node-sender').getAttribute('data-breakpoint')).toBe('true');
@@ -242,7 +242,7 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
     await expectWholeRun(page);
 
     // A second run, cancelled while it waits for the person.
-    await page.getByTestId('node-sender').click();
+    await selectNode(page, 'sender');
     await page.getByTestId('btn-breakpoint').click();
     expect(await page.getByTestId('node-sender').getAttribute('data-breakpoint')).toBeNull();
     const first = (await panel(page)).runId;
@@ -276,11 +276,11 @@ describe('running flows from the editor', { timeout: 180_000 }, () => {
     await bob.page.getByTestId('palette-agent').focus();
     await bob.page.keyboard.press('Enter');
     await ada.page.getByTestId('node-agent1').waitFor(WAIT);
-    await bob.page.getByTestId('node-triage').click();
+    await selectNode(bob.page, 'triage');
     const bobName = (await bob.page.getByTestId('peer-self').getAttribute('data-name'))!;
     await expect.poll(() => ada.page.getByTestId('node-peers-triage').textContent(), WAIT).toBe(bobName);
     // The new agent is not connected: delete it again so the flow stays valid to run.
-    await bob.page.getByTestId('node-agent1').click();
+    await selectNode(bob.page, 'agent1');
     await bob.page.keyboard.press('Delete');
     await expect.poll(() => ada.page.getByTestId('node-agent1').count(), WAIT).toBe(0);
 

@@ -6,7 +6,7 @@
  */
 import type { BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { artifact, browserTests, WAIT, watchErrors } from './harness.js';
+import { artifact, browserTests, selectNode, WAIT, watchErrors } from './harness.js';
 
 const srv = browserTests('run-inside-shared');
 
@@ -107,8 +107,8 @@ describe('a run is the same for everyone on the flow', { timeout: 180_000 }, () 
       await p.getByTestId('btn-history').click();
     }
     // The same node's trace, the same on both.
-    await ada.page.getByTestId('node-refund-writer').click();
-    await bea.page.getByTestId('node-refund-writer').click();
+    await selectNode(ada.page, 'refund-writer');
+    await selectNode(bea.page, 'refund-writer');
     const seenByAda = await traceText(ada.page);
     const seenByBea = await traceText(bea.page);
     expect(seenByAda.length).toBeGreaterThan(2);

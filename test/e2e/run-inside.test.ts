@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Flow, NodeSummary } from '@switchboard/schemas';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { artifact, browserTests, ROOT, WAIT } from './harness.js';
+import { artifact, browserTests, ROOT, selectNode, WAIT } from './harness.js';
 
 const TRIAGE = JSON.parse(readFileSync(join(ROOT, 'flows', 'support-triage.json'), 'utf8')) as Flow;
 const writer = TRIAGE.nodes.find((n) => n.id === 'refund-writer')!;
@@ -126,7 +126,7 @@ describe('inside a run, on the canvas', { timeout: 180_000 }, () => {
     expect(await page.getByTestId('node-counters-billing-agent').textContent()).toContain('1 turn');
 
     // The refund writer's trace: the system prompt it was sent, and its reply.
-    await page.getByTestId('node-refund-writer').click();
+    await selectNode(page, 'refund-writer');
     const trace = page.getByTestId('trace-panel');
     await trace.waitFor(WAIT);
     expect(await trace.getAttribute('data-node')).toBe('refund-writer');
@@ -145,7 +145,7 @@ describe('inside a run, on the canvas', { timeout: 180_000 }, () => {
     await serve();
     const { page, errors } = await person('/?flow=support-triage');
     await inRoom(page, 'support-triage');
-    await page.getByTestId('node-refund-writer').click();
+    await selectNode(page, 'refund-writer');
     await page.getByTestId('btn-breakpoint').click();
     await page.getByTestId('run-pace').selectOption('0');
     await page.getByTestId('btn-run').click();

@@ -115,8 +115,8 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
   // A flow that was just opened (the first one included) is fitted into view once its nodes have
   // been measured, at a zoom where its titles stay readable.
   const fitPending = useRef(true);
-  // Until the person moves the view, the fit of the open follows the canvas's size: a panel that
-  // opens or closes a moment after the open (or a resized window) would leave it off centre.
+  // Until the person does anything, the fit of the open follows the canvas's size: a panel that
+  // settles a moment after the open (or a resized window) would leave it off centre.
   const following = useRef(false);
   const initialized = useNodesInitialized();
   // A large flow renders only the nodes in view: the others are never measured, so React Flow
@@ -161,16 +161,19 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
         void fitLegibly(rf).then((fit) => fit && setCorner(minimapCorner(rf, fit)));
     });
     ro.observe(el);
-    // Any gesture on the canvas (pan, zoom, a zoom button) is the person taking the view over.
+    // Whatever the person does first (a click, a key, a wheel) ends it: from then on the view is
+    // theirs, and a panel opening for what they did must not move the canvas under them.
     const stop = () => {
       following.current = false;
     };
-    el.addEventListener('pointerdown', stop, true);
-    el.addEventListener('wheel', stop, { capture: true, passive: true });
+    window.addEventListener('pointerdown', stop, true);
+    window.addEventListener('keydown', stop, true);
+    window.addEventListener('wheel', stop, { capture: true, passive: true });
     return () => {
       ro.disconnect();
-      el.removeEventListener('pointerdown', stop, true);
-      el.removeEventListener('wheel', stop, true);
+      window.removeEventListener('pointerdown', stop, true);
+      window.removeEventListener('keydown', stop, true);
+      window.removeEventListener('wheel', stop, true);
     };
   }, [rf]);
   useEdgeLabelLayout(rf, box, nodes, edges, initialized);
