@@ -231,6 +231,41 @@ async function topFunctions(cdp: CDPSession): Promise<void> {
     process.stderr.write(`${round(ms)} ms  ${k}\n`);
 }
 
+/**
+ * From a trace of the fan-out: the page's main-thread CPU time (top-level tasks, thread time) per
+ * frame it began, and the raster workers' CPU time (software raster with --disable-gpu).
+ */
+function cpuPerFrame(
+  events: Array<{ name: string; ph: string; ts: number; dur?: number; tdur?: number; tid: number }>,
+) {
+  const main = events.find((e) => e.name === 'Layerize')?.tid;
+  const xs = events.filter((e) => e.ph === 'X' && e.dur).sort((a, b) => a.ts - b.ts || b.dur! - a.dur!);
+  let end = 0;
+  let cpu = 0;
+  let frames = 0;
+  let raster = 0;
+  let rasterTasks = 0;
+  for (const e of xs) {
+    if (e.name === 'RasterTask') {
+      raster += e.tdur ?? e.dur!;
+      rasterTasks++;
+    }
+    if (e.tid !== main) continue;
+    if (e.name === 'WebFrameWidgetImpl::BeginMainFrame') frames++;
+    if (e.ts >= end) {
+      end = e.ts + e.dur!;
+      cpu += e.tdur ?? e.dur!;
+    }
+  }
+  return {
+    framesBegun: frames,
+    mainCpuMsPerFrame: round(cpu / 1000 / Math.max(1, frames)),
+    mainCpuMs: round(cpu / 1000),
+    rasterCpuMs: round(raster / 1000),
+    rasterTasks,
+  };
+}
+
 async function setScrub(page: Page, seq: number): Promise<void> {
   await page.evaluate((v) => {
     const input = document.querySelector('[data-testid="run-scrubber"]') as HTMLInputElement;
@@ -383,7 +418,11 @@ async function main() {
     const cdp2 = process.env.SB_BENCH_PROFILE ? await p2.context().newCDPSession(p2) : undefined;
     const traceFile = join(tmpdir(), 'sb-bench-fanout-trace.json');
     if (process.env.SB_BENCH_TRACE)
-      await browser.startTracing(p2, { path: traceFile, categories: ['devtools.timeline', 'blink', 'v8'] });
+      await browser.startTracing(p2, {
+        path: traceFile,
+        // `cc` and the timeline's disabled-by-default category carry the raster tasks.
+        categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink', 'v8', 'cc'],
+      });
     if (cdp2) {
       await cdp2.send('Profiler.enable');
       await cdp2.send('Profiler.start');
@@ -398,13 +437,21 @@ async function main() {
       // Main-thread time by trace event (complete events, self time not separated): what kind of work it was.
       const { readFileSync } = await import('node:fs');
       const trace = JSON.parse(readFileSync(traceFile, 'utf8')) as {
-        traceEvents: Array<{ name: string; ph: string; dur?: number; tid: number }>;
+        traceEvents: Array<{
+          name: string;
+          ph: string;
+          ts: number;
+          dur?: number;
+          tdur?: number;
+          tid: number;
+        }>;
       };
       const by = new Map<string, number>();
       for (const e of trace.traceEvents)
         if (e.ph === 'X' && e.dur) by.set(e.name, (by.get(e.name) ?? 0) + e.dur / 1000);
       for (const [k, ms] of [...by].sort((x, y) => y[1] - x[1]).slice(0, 30))
         process.stderr.write(`${round(ms)} ms  [trace] ${k}\n`);
+      results.fanoutTrace = cpuPerFrame(trace.traceEvents);
     }
     const faceUpdates = (await p2.evaluate('window.__faceUpdates')) as number;
     const runId = (await p2.getByTestId('run-panel').getAttribute('data-run-id'))!;

@@ -6,6 +6,9 @@ export class KeyedStore<V> {
   private readonly values = new Map<string, V>();
   private readonly listeners = new Map<string, Set<() => void>>();
   private readonly allListeners = new Set<() => void>();
+  private keyCount = 0;
+  /** Changes when a key gains or loses its entry (not when an entry's value changes). */
+  keysVersion = 0;
 
   constructor(private readonly fallback: V) {}
 
@@ -18,6 +21,7 @@ export class KeyedStore<V> {
     if (Object.is(this.get(key), value)) return;
     if (Object.is(value, this.fallback)) this.values.delete(key);
     else this.values.set(key, value);
+    this.countKeys();
     this.notify(key);
   }
 
@@ -25,14 +29,30 @@ export class KeyedStore<V> {
   replaceAll(entries: Map<string, V>): void {
     const keys = new Set([...this.values.keys(), ...entries.keys()]);
     const changed: string[] = [];
+    let keysChanged = false;
     for (const k of keys) {
       const next = entries.has(k) ? entries.get(k)! : this.fallback;
       if (Object.is(this.get(k), next)) continue;
+      const had = this.values.has(k);
       if (Object.is(next, this.fallback)) this.values.delete(k);
       else this.values.set(k, next);
+      if (had !== this.values.has(k)) keysChanged = true;
       changed.push(k);
     }
+    if (keysChanged) this.keysVersion++;
+    this.keyCount = this.values.size;
     for (const k of changed) this.notify(k);
+  }
+
+  private countKeys(): void {
+    if (this.values.size === this.keyCount) return;
+    this.keyCount = this.values.size;
+    this.keysVersion++;
+  }
+
+  /** The keys that hold an entry. */
+  keys(): IterableIterator<string> {
+    return this.values.keys();
   }
 
   entries(): IterableIterator<[string, V]> {

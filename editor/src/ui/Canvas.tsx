@@ -31,6 +31,7 @@ import { useEdgeLabelLayout } from './edgeLabels.js';
 import { edgeTypes } from './edges.js';
 import { nodeTypes } from './nodes.js';
 import { PresenceLayer } from './PresenceLayer.js';
+import { RunOverlay } from './RunOverlay.js';
 import { fitLegibly, MINIMAP, type MinimapCorner, minimapCorner, VIRTUALIZE_ABOVE } from './viewFit.js';
 
 export const KIND_MIME = 'application/x-switchboard-kind';
@@ -300,6 +301,7 @@ export function Canvas({ colorMode }: { colorMode: ColorMode }) {
         aria-label="Flow canvas"
       >
         <Background variant={BackgroundVariant.Dots} gap={16} />
+        <RunOverlay />
         {showMap && (
           <MiniMap<SbNode>
             pannable

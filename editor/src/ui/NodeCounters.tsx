@@ -6,7 +6,7 @@
  * latest counters, instead of all of them in one long frame.
  */
 import type { NodeSummary } from '@switchboard/schemas/core';
-import { memo, useMemo, useSyncExternalStore } from 'react';
+import { type CSSProperties, memo, useMemo, useSyncExternalStore } from 'react';
 import type { KeyedStore } from '../store/keyed.js';
 import { useEditor } from './context.js';
 import { FramePacer } from './framePacer.js';
@@ -78,14 +78,14 @@ function usePacedCounters(counters: KeyedStore<NodeSummary | undefined>, id: str
   return useSyncExternalStore(subscribe, get);
 }
 
-export const NodeCounters = memo(function NodeCounters({ id }: { id: string }) {
+/** `style` places the line (under its node's face, on the run overlay: RunOverlay.tsx). */
+export const NodeCounters = memo(function NodeCounters({ id, style }: { id: string; style?: CSSProperties }) {
   const { store } = useEditor();
   const c = usePacedCounters(store.runState.counters, id);
   if (!c) return null;
   const tail = streamTail(c.streaming);
-  // Under the face, out of its layout: a face that grew would be measured and drawn again.
   return (
-    <div className="sb-node-run">
+    <div className="sb-node-run" style={style}>
       <div
         className={`sb-node-counters${c.failures > 0 ? ' sb-node-counters-failed' : ''}`}
         data-testid={`node-counters-${id}`}

@@ -53,11 +53,20 @@ function examplesOf(store: EditorStore): string[] {
     .filter((x): x is string => typeof x === 'string');
 }
 
-const Entry = memo(function Entry({ e, store }: { e: TranscriptEntry; store: EditorStore }) {
+const Entry = memo(function Entry({
+  e,
+  store,
+  typing = false,
+}: {
+  e: TranscriptEntry;
+  store: EditorStore;
+  /** The newest draft: its caret blinks. */
+  typing?: boolean;
+}) {
   const name = e.nodeId ? store.displayName(e.nodeId) : undefined;
   return (
     <li
-      className={`sb-entry sb-entry-${e.kind}${e.tone ? ` sb-tone-${e.tone}` : ''}${e.nested ? ' sb-entry-nested' : ''}`}
+      className={`sb-entry sb-entry-${e.kind}${e.tone ? ` sb-tone-${e.tone}` : ''}${e.nested ? ' sb-entry-nested' : ''}${typing ? ' sb-entry-typing' : ''}`}
       data-testid="transcript-entry"
       data-kind={e.kind}
       data-type={e.type}
@@ -86,6 +95,17 @@ const Entry = memo(function Entry({ e, store }: { e: TranscriptEntry; store: Edi
 
 /** Transcript entries rendered at first; earlier ones come on asking (a scrub frame stays cheap). */
 export const TRANSCRIPT_WINDOW = 100;
+/**
+ * The window's first entry moves in steps of this many: a window that dropped its first entry at
+ * each new one would move every entry up a row, and the whole transcript would be laid out and
+ * painted again at each event of a live run.
+ */
+export const TRANSCRIPT_STEP = 50;
+
+/** How many of `total` entries the window leaves out at the start (a multiple of the step). */
+export function hiddenEntries(total: number, shownMax: number): number {
+  return total > shownMax ? Math.ceil((total - shownMax) / TRANSCRIPT_STEP) * TRANSCRIPT_STEP : 0;
+}
 
 /**
  * The run's transcript. Given the view deferred (`useDeferredValue`): while the playhead moves,
@@ -97,8 +117,10 @@ const Transcript = memo(function Transcript({ view, store }: { view: RunView; st
   const pinned = useRef(true);
   const [shownMax, setShownMax] = useState(TRANSCRIPT_WINDOW);
   const { entries: all, dropped } = view;
-  const hidden = Math.max(0, all.length - shownMax);
+  const hidden = hiddenEntries(all.length, shownMax);
   const entries = hidden > 0 ? all.slice(hidden) : all;
+  let typing = -1;
+  for (let i = entries.length - 1; i >= 0 && typing < 0; i--) if (entries[i]!.kind === 'stream') typing = i;
   // Follow the end of the transcript unless the reader scrolled up: at the next frame, once for
   // however many commits came before it (scrolling makes the browser lay the page out at once).
   const scrollFrame = useRef(0);
@@ -141,8 +163,8 @@ const Transcript = memo(function Transcript({ view, store }: { view: RunView; st
           {view.phase === 'idle' ? 'Run the flow to see its transcript here.' : 'Waiting for events…'}
         </li>
       )}
-      {entries.map((e) => (
-        <Entry key={e.seq} e={e} store={store} />
+      {entries.map((e, i) => (
+        <Entry key={e.seq} e={e} store={store} typing={i === typing} />
       ))}
     </ol>
   );

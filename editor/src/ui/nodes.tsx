@@ -11,7 +11,6 @@ import { faceFact } from '../model/faceFact.js';
 import type { SbNode } from '../store/editorStore.js';
 import { countRender } from './bench.js';
 import { useEditor, useKeyed } from './context.js';
-import { NodeCounters } from './NodeCounters.js';
 import { PinBadge } from './PinBadge.js';
 
 const SIDE: Record<PortSpec['side'], Position> = {
@@ -161,7 +160,6 @@ function Face({
           </div>
         )
       )}
-      <NodeCounters id={id} />
       <PinBadge id={id} config={data.config} />
       {link && <div className="sb-node-links">{link}</div>}
       {severity && (
