@@ -185,11 +185,21 @@ export async function executeRun(
     stored?.cp.seq,
   );
   js.durable = () => lastWrite;
-  // Every checkpoint is written (a Redis write is cheap): the calls one names all belong to one turn.
+  let called = false;
+  js.onCall = () => {
+    called = true;
+  };
+  // Every checkpoint is written (a Redis write is cheap): the calls one names all belong to one
+  // turn. But not while a taken-over run has not yet replayed the turn its checkpoint was cut
+  // in (a resumed paused run pauses first, at the step before): the journal answers that turn's
+  // calls only for a resume from the checkpoint they name, which must stay the one stored.
   const checkpoint = (c: RunCheckpoint): Promise<void> => {
     if (detached) return new Promise<void>(() => {});
+    // The replayed turn that called tools is over; what it did not match is not replayed later.
+    if (called) js.replay = [];
+    called = false;
+    if (js.replay.length > 0) return flush();
     held = false;
-    js.replay = [];
     const p = flush(JSON.stringify({ cp: c, cmd: lastCmd }));
     js.checkpointSeq = c.seq;
     return p;

@@ -379,7 +379,9 @@ export class RunManager {
       const d = policy.decide();
       // The replayed turn that called tools is over; what it did not match is not replayed later.
       if (d.afterToolCall) js.replay = [];
-      if (d.write && (forker === undefined || forker.live)) {
+      // Not before the replayed turn is over (a run resumed paused pauses first, at the step
+      // before it): the journal answers its calls only from the checkpoint they name.
+      if (d.write && js.replay.length === 0 && (forker === undefined || forker.live)) {
         const t = performance.now();
         try {
           commit.checkpoint(c);
