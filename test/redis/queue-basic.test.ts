@@ -175,9 +175,7 @@ describe('operations', () => {
   });
 
   it('a run paused at a turn boundary stays paused when another worker takes it over, and resumes on command', async () => {
-    // Paused by a breakpoint (between turns). A pause command that lands mid-turn and is then
-    // handed back can fail the replayed turn with model_script_exhausted under load: a known
-    // bug of the takeover, reported open in issue 18, not covered here.
+    // Paused by a breakpoint (between turns); the next test pauses it inside a turn.
     const counter = join(tmp(), 'count.txt');
     const timings = { lockMs: 20_000, stalledMs: 5_000 };
     const w1 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
@@ -212,6 +210,64 @@ describe('operations', () => {
       await w2.close();
     }
   });
+
+  // The pause lands while the k-th model call is in flight (300 ms each): 1, the planner's call
+  // that asks for its tool (the pause holds the run before the tool runs); 4, alice's reply after
+  // her tool ran (the pause holds it as the team picks the next speaker). A checkpoint taken
+  // there once held the script served past the turn the next worker replays: the planner's tool
+  // was skipped, or alice's turn failed with model_script_exhausted (issue 18).
+  for (const k of [1, 4])
+    it(`a pause that lands during model call ${k}, then a hand-back: the next worker replays the turn once, each reply and tool call once`, async () => {
+      const counter = join(tmp(), 'count.txt');
+      const timings = { lockMs: 20_000, stalledMs: 5_000 };
+      const w1 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
+      w1.start();
+      const id = await start({ flow: batteryFlow(300), input: 'go' });
+      const status = () => server.store.catalog.data.runs[id]?.status;
+      const requests = () => server.store.readEvents(id).filter((e) => e.type === 'model.request').length;
+      try {
+        for (let i = 0; i < 600 && requests() < k; i++) await new Promise((r) => setTimeout(r, 10));
+        expect(requests()).toBe(k);
+        const res = await fetch(`${url}/api/runs/${id}/commands`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'pause' }),
+        });
+        expect(res.status).toBe(202);
+        for (let i = 0; i < 400 && status() !== 'paused'; i++) await new Promise((r) => setTimeout(r, 25));
+        expect(status()).toBe('paused');
+        // Paused inside the turn: the model call had been made.
+        expect(requests()).toBe(k);
+      } finally {
+        await w1.close(200);
+      }
+      const w2 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
+      w2.start();
+      try {
+        for (let i = 0; i < 100 && !w2.running.includes(id); i++) await new Promise((r) => setTimeout(r, 50));
+        expect(w2.running).toEqual([id]);
+        // Paused again on the next worker, until told to resume.
+        for (let i = 0; i < 100 && status() !== 'paused'; i++) await new Promise((r) => setTimeout(r, 50));
+        await new Promise((r) => setTimeout(r, 500));
+        expect(status()).toBe('paused');
+        await fetch(`${url}/api/runs/${id}/commands`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'resume' }),
+        });
+        const rec = await server.runs.settled(id);
+        expect(rec, JSON.stringify(rec?.error)).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+        const evs = await events(id);
+        expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+        const lines = readFileSync(counter, 'utf8').trim().split('\n');
+        expect(lines.sort()).toEqual([`${id} alice`, `${id} closer`, `${id} planner`]);
+        // Nine replies in the script, each asked for once (the replayed turn's calls are marked).
+        const asked = server.store.readEvents(id).filter((e) => e.type === 'model.request' && !e.replayed);
+        expect(asked).toHaveLength(9);
+      } finally {
+        await w2.close();
+      }
+    });
 
   it('a run that fails on every worker stops after bounded tries with a named error', async () => {
     const id = await start({ flow: batteryFlow(2), input: 'go' });
