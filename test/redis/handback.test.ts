@@ -76,8 +76,14 @@ async function worker(counter: string, env: NodeJS.ProcessEnv = {}): Promise<Pro
  * Two worker processes; starts a run, finds which one holds it and waits until the run's k-th
  * model call is in flight. `holder` stops with `graceMs` of grace on SIGTERM.
  */
-async function runUntilCall(counter: string, k: number, latencyMs: number, graceMs: number) {
-  const env = { GRACE_MS: String(graceMs) };
+async function runUntilCall(
+  counter: string,
+  k: number,
+  latencyMs: number,
+  graceMs: number,
+  more: NodeJS.ProcessEnv = {},
+) {
+  const env = { GRACE_MS: String(graceMs), ...more };
   const both = await Promise.all([worker(counter, env), worker(counter, env)]);
   const res = await post('/api/runs', { flow: batteryFlow(latencyMs), input: 'go' });
   expect(res.status).toBe(201);
@@ -154,6 +160,55 @@ describe('a run leaves its worker process during a model call', () => {
       await until(() => /run taken over/.test(b.stderr()), 'worker B to take the run');
       await expectClean(id, counter);
     } finally {
+      await b.stop();
+    }
+  });
+
+  it('stalled past its job lock (event loop blocked 6 s, lock 2 s): the other worker takes the run, the stalled one writes nothing more when it wakes', async () => {
+    const counter = join(tmp(), 'count.txt');
+    // Call 3 is alice's call that asks for her tool: when the stalled worker wakes, its reply
+    // comes and the tool call it asks for is refused at the journal (fenced), never made.
+    const { holder: a, other: b, id } = await runUntilCall(counter, 3, 300, 100);
+    try {
+      const seqBefore = server.store.readEvents(id).length;
+      a.child.kill('SIGUSR2');
+      await until(() => /run taken over/.test(b.stderr()), 'worker B to take the run');
+      // Taken while A is still stalled: two workers ran the run at once.
+      expect(a.stderr()).not.toMatch(/STALLED/);
+      await until(() => /STALLED/.test(a.stderr()), 'worker A to wake', 30_000);
+      await expectClean(id, counter);
+      // Woken, A found its run taken at its next write and stopped it without writing.
+      await until(() => /run stopped on this worker/.test(a.stderr()), 'worker A to stop the run');
+      expect(a.stderr()).toMatch(/LOSTLOCK/);
+      expect(server.store.readEvents(id).length).toBeGreaterThan(seqBefore);
+      // B holds no run any more and the run stays completed (A's failure is not the run's).
+      await sleep(1500);
+      expect(server.store.catalog.data.runs[id]?.status).toBe('completed');
+      expect(server.store.readEvents(id).filter((e) => e.type === 'run.completed')).toHaveLength(1);
+    } finally {
+      await a.kill9();
+      await b.stop();
+    }
+  });
+
+  it('stalled 4 s with the default timings: the worker keeps its run (no takeover) and completes it', async () => {
+    const counter = join(tmp(), 'count.txt');
+    const {
+      holder: a,
+      other: b,
+      id,
+    } = await runUntilCall(counter, 3, 300, 100, {
+      WORKER_TIMINGS: 'default',
+      STALL_MS: '4000',
+    });
+    try {
+      a.child.kill('SIGUSR2');
+      await until(() => /STALLED/.test(a.stderr()), 'worker A to wake', 30_000);
+      await expectClean(id, counter);
+      expect(b.stderr()).not.toMatch(/run taken over/);
+      expect(a.stderr()).not.toMatch(/LOSTLOCK|could not renew lock/);
+    } finally {
+      await a.kill9();
       await b.stop();
     }
   });
