@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterStatus } from '../../runtime/src/redis/status.js';
 import { createServer, type SwitchboardServer } from '../../runtime/src/server/index.js';
-import { batteryFlow, FINAL_OUTPUT } from '../crash/fixture.js';
+import { FINAL_OUTPUT, slowReply } from '../crash/fixture.js';
 import { type Proc, startWorker } from './cluster.js';
 import { startRedis, type TestRedis } from './redis-server.js';
 
@@ -73,19 +73,14 @@ async function worker(counter: string, env: NodeJS.ProcessEnv = {}): Promise<Pro
 }
 
 /**
- * Two worker processes; starts a run, finds which one holds it and waits until the run's k-th
- * model call is in flight. `holder` stops with `graceMs` of grace on SIGTERM.
+ * Two worker processes; starts a run whose k-th reply takes 3 s (the others 50 ms), finds
+ * which worker holds it and waits until that call is in flight. `holder` stops with `graceMs`
+ * of grace on SIGTERM.
  */
-async function runUntilCall(
-  counter: string,
-  k: number,
-  latencyMs: number,
-  graceMs: number,
-  more: NodeJS.ProcessEnv = {},
-) {
+async function runUntilCall(counter: string, k: number, graceMs: number, more: NodeJS.ProcessEnv = {}) {
   const env = { GRACE_MS: String(graceMs), ...more };
   const both = await Promise.all([worker(counter, env), worker(counter, env)]);
-  const res = await post('/api/runs', { flow: batteryFlow(latencyMs), input: 'go' });
+  const res = await post('/api/runs', { flow: slowReply(50, k, 3000), input: 'go' });
   expect(res.status).toBe(201);
   const id = ((await res.json()) as { run: { id: string } }).run.id;
   let holderId: string | undefined;
@@ -118,7 +113,7 @@ describe('a run leaves its worker process during a model call', () => {
     const counter = join(tmp(), 'count.txt');
     // Call 4 is alice's reply after her tool ran: the pause holds the run as the team picks
     // the next speaker, after the reply was served.
-    const { holder: a, other: b, id, requests, status } = await runUntilCall(counter, 4, 400, 200);
+    const { holder: a, other: b, id, requests, status } = await runUntilCall(counter, 4, 200);
     try {
       expect((await post(`/api/runs/${id}/commands`, { type: 'pause' })).status).toBe(202);
       await until(() => status() === 'paused', 'the pause');
@@ -139,7 +134,7 @@ describe('a run leaves its worker process during a model call', () => {
   it('stopped (SIGTERM) with a short grace during the call: handed back mid-call, the next worker completes it', async () => {
     const counter = join(tmp(), 'count.txt');
     // Call 2 is the planner's reply after its tool ran: the hand-back cuts it short.
-    const { holder: a, other: b, id, status } = await runUntilCall(counter, 2, 600, 100);
+    const { holder: a, other: b, id, status } = await runUntilCall(counter, 2, 100);
     try {
       await a.stop();
       expect(status()).toBe('running');
@@ -154,7 +149,7 @@ describe('a run leaves its worker process during a model call', () => {
   it('killed -9 during the call: the next worker takes the run once its lock lapses and completes it', async () => {
     const counter = join(tmp(), 'count.txt');
     // Call 3 is alice's call that asks for her tool.
-    const { holder: a, other: b, id } = await runUntilCall(counter, 3, 600, 100);
+    const { holder: a, other: b, id } = await runUntilCall(counter, 3, 100);
     try {
       await a.kill9();
       await until(() => /run taken over/.test(b.stderr()), 'worker B to take the run');
@@ -168,7 +163,7 @@ describe('a run leaves its worker process during a model call', () => {
     const counter = join(tmp(), 'count.txt');
     // Call 3 is alice's call that asks for her tool: when the stalled worker wakes, its reply
     // comes and the tool call it asks for is refused at the journal (fenced), never made.
-    const { holder: a, other: b, id } = await runUntilCall(counter, 3, 300, 100);
+    const { holder: a, other: b, id } = await runUntilCall(counter, 3, 100);
     try {
       const seqBefore = server.store.readEvents(id).length;
       a.child.kill('SIGUSR2');
@@ -197,7 +192,7 @@ describe('a run leaves its worker process during a model call', () => {
       holder: a,
       other: b,
       id,
-    } = await runUntilCall(counter, 3, 300, 100, {
+    } = await runUntilCall(counter, 3, 100, {
       WORKER_TIMINGS: 'default',
       STALL_MS: '4000',
     });

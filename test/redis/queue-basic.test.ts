@@ -11,7 +11,7 @@ import { main } from '../../runtime/src/cli/main.js';
 import { clusterStatus } from '../../runtime/src/redis/status.js';
 import { RETRIES_EXHAUSTED, RunWorker } from '../../runtime/src/redis/worker.js';
 import { createServer, type SwitchboardServer } from '../../runtime/src/server/index.js';
-import { batteryFlow, countingTools, FINAL_OUTPUT } from '../crash/fixture.js';
+import { batteryFlow, countingTools, FINAL_OUTPUT, slowReply } from '../crash/fixture.js';
 import { freePort, startRedis, type TestRedis } from './redis-server.js';
 
 let redis: TestRedis;
@@ -211,7 +211,7 @@ describe('operations', () => {
     }
   });
 
-  // The pause lands while the k-th model call is in flight (300 ms each): 1, the planner's call
+  // The pause lands while the k-th model call is in flight (3 s; the others 50 ms): 1, the planner's call
   // that asks for its tool (the pause holds the run before the tool runs); 4, alice's reply after
   // her tool ran (the pause holds it as the team picks the next speaker). A checkpoint taken
   // there once held the script served past the turn the next worker replays: the planner's tool
@@ -222,7 +222,7 @@ describe('operations', () => {
       const timings = { lockMs: 20_000, stalledMs: 5_000 };
       const w1 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
       w1.start();
-      const id = await start({ flow: batteryFlow(300), input: 'go' });
+      const id = await start({ flow: slowReply(50, k, 3000), input: 'go' });
       const status = () => server.store.catalog.data.runs[id]?.status;
       const requests = () => server.store.readEvents(id).filter((e) => e.type === 'model.request').length;
       try {
