@@ -1,6 +1,6 @@
 /**
  * Checkpoints: the run's position handed to the host's `options.checkpoint` after every turn
- * (and on a pause between steps, and on a wait), in order — never inside a step (control.ts). A host that returns nothing lets the turn go on at once;
+ * (and on a pause between steps — not on one inside a step, control.ts — and on a wait), in order. A host that returns nothing lets the turn go on at once;
  * one that returns a promise holds the next checkpoint (not the run) until it settles.
  */
 import type { Ctx, RunCore } from './context.js';
