@@ -269,6 +269,62 @@ describe('operations', () => {
       }
     });
 
+  it('handed back again while the next worker replays that turn: a third worker still gets its tool call from the journal', async () => {
+    const counter = join(tmp(), 'count.txt');
+    const timings = { lockMs: 20_000, stalledMs: 5_000 };
+    const worker = () => {
+      const w = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
+      w.start();
+      return w;
+    };
+    const command = (type: string) =>
+      fetch(`${url}/api/runs/${id}/commands`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type }),
+      });
+    const wait = async (pred: () => boolean, what: string) => {
+      for (let i = 0; i < 600 && !pred(); i++) await new Promise((r) => setTimeout(r, 10));
+      if (!pred()) throw new Error(`timed out waiting for ${what}`);
+    };
+    const status = () => server.store.catalog.data.runs[id]?.status;
+    const requests = () => server.store.readEvents(id).filter((e) => e.type === 'model.request').length;
+    // Call 4 (alice's reply after her tool ran) takes 3 s each time it is asked for.
+    const w1 = worker();
+    const id = await start({ flow: slowReply(50, 4, 3000), input: 'go' });
+    try {
+      await wait(() => requests() >= 4, 'model call 4');
+      await command('pause');
+      await wait(() => status() === 'paused', 'the pause');
+    } finally {
+      await w1.close(200);
+    }
+    // Paused again at the step before alice's turn, then resumed: her turn replays (her tool
+    // call answered from the journal), and this worker too stops during her slow reply.
+    const w2 = worker();
+    try {
+      await wait(() => w2.running.includes(id), 'the second worker to take the run');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(status()).toBe('paused');
+      await command('resume');
+      await wait(() => requests() >= 6, 'the replayed call 4');
+    } finally {
+      await w2.close(200);
+    }
+    const w3 = worker();
+    try {
+      const rec = await server.runs.settled(id);
+      expect(rec, JSON.stringify(rec?.error)).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+      const evs = server.store.readEvents(id);
+      expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+      expect(evs.filter((e) => e.type === 'model.request' && !e.replayed)).toHaveLength(9);
+      const lines = readFileSync(counter, 'utf8').trim().split('\n');
+      expect(lines.sort()).toEqual([`${id} alice`, `${id} closer`, `${id} planner`]);
+    } finally {
+      await w3.close();
+    }
+  });
+
   it('a run that fails on every worker stops after bounded tries with a named error', async () => {
     const id = await start({ flow: batteryFlow(2), input: 'go' });
     let tries = 0;
