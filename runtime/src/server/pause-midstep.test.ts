@@ -20,7 +20,7 @@ import {
 } from '../engine/testing/index.js';
 import type { RunCheckpoint } from '../engine/types.js';
 import type { JournalCall, JournalDone, JournalIntent } from '../store/tool-journal.js';
-import { type CallJournal, journaledTools, journalState } from './journaled-tools.js';
+import { type CallJournal, endsStepTurn, journaledTools, journalState, teamIds } from './journaled-tools.js';
 
 /** The kill battery's flow (test/crash/fixture.ts): tool calls by the planner, alice and the closer. */
 function battery(latencyMs: number): Flow {
@@ -104,6 +104,8 @@ function host(
   });
   const js = journalState(journal, resume?.cp.seq);
   let called = false;
+  let turned = false;
+  const teams = teamIds(f);
   js.onCall = () => {
     called = true;
   };
@@ -116,13 +118,15 @@ function host(
     signal: abort.signal,
     onEvent: (e) => {
       events.push(e);
+      if (endsStepTurn(e, 'r1', teams)) turned = true;
       watch?.(e);
     },
-    // As the hosts do (run-manager.ts, redis/run-executor.ts): the replay list lasts until the
-    // replayed turn that calls tools is over, and no checkpoint is kept before then.
+    // As redis/run-executor.ts does: the replay list lasts until the replayed step is over,
+    // and no checkpoint is kept before then.
     checkpoint: (c) => {
-      if (called) js.replay = [];
+      if (called || turned) js.replay = [];
       called = false;
+      turned = false;
       if (js.replay.length > 0) return undefined;
       checkpoint = JSON.stringify(c);
       js.checkpointSeq = c.seq;
