@@ -2,9 +2,9 @@
  * `switchboard worker`: takes runs from the BullMQ queue and executes them (run-executor.ts).
  * BullMQ's job lock says which worker holds a run; a worker that dies stops renewing it, its
  * job is found stalled within about `lockMs + stalledMs` (7.5 s by default) and goes back to
- * the queue, and another worker continues the run from its last checkpoint. A run whose job failed for good
- * (every try, or stalled too often) gets a `run.failed` event naming why, written by
- * whichever worker sweeps it first, so that no run stays `running` without a worker.
+ * the queue, and another worker continues the run from its last checkpoint. A run whose job
+ * failed for good (every try, or stalled too often) gets a `run.failed` event naming why,
+ * written by whichever worker sweeps it first, so that no run stays `running` without a worker.
  */
 
 import { randomBytes } from 'node:crypto';
