@@ -7,7 +7,7 @@ import { createServer, journaledTools, journalState, MAYBE_EXECUTED } from '../r
 import { StoreError } from '../runtime/src/store/errors.js';
 import { scanEventLog } from '../runtime/src/store/event-log.js';
 import { ToolJournal } from '../runtime/src/store/tool-journal.js';
-import { batteryFlow } from './crash/fixture.js';
+import { batteryFlow, countingTools, FINAL_OUTPUT, slowReply } from './crash/fixture.js';
 import { slowChain, tempDir, until } from './server/helpers.js';
 import { cli } from './support/cli.js';
 
@@ -300,5 +300,73 @@ describe('tool calls across a crash', () => {
       (e) => e.type === 'log' && String((e as { text?: string }).text).startsWith(MAYBE_EXECUTED),
     );
     expect(maybe).toHaveLength(1);
+  });
+});
+
+describe('a pause inside a turn, then a restart', () => {
+  // Call 1: the planner's call that asks for its tool; 4: alice's reply after her tool ran. The
+  // pause holds the run inside the turn; a checkpoint taken there once held the script served
+  // past the turn the restarted server replays (planner's tool skipped, model_script_exhausted).
+  for (const k of [1, 4])
+    it(`paused during model call ${k}, the server restarted: paused again, then it completes with each reply and tool call once`, async () => {
+      const dir = dataDir();
+      const counter = join(dir, 'count.txt');
+      const tools = countingTools(counter, 4);
+      const s1 = await createServer({ dataDir: dir, editorDir: false, runs: { tools } });
+      const rec = await s1.runs.start({ flow: slowReply(20, k, 3000), input: 'go', source: 'api' });
+      const requests = () => s1.store.readEvents(rec.id).filter((e) => e.type === 'model.request').length;
+      await until(() => requests() >= k, `model call ${k}`);
+      expect(requests()).toBe(k);
+      s1.runs.command(rec.id, { type: 'pause' });
+      await until(() => s1.store.catalog.data.runs[rec.id]?.status === 'paused', 'the pause');
+      expect(requests()).toBe(k);
+      await s1.close();
+
+      const s2 = await createServer({ dataDir: dir, editorDir: false, runs: { tools } });
+      cleanups.push(() => s2.close());
+      expect(s2.recovered.resumed).toEqual([rec.id]);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(s2.store.catalog.data.runs[rec.id]?.status).toBe('paused');
+      s2.runs.command(rec.id, { type: 'resume' });
+      const done = await s2.runs.settled(rec.id);
+      expect(done, JSON.stringify(done?.error)).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+      const events = s2.store.readEvents(rec.id);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      expect(events.filter((e) => e.type === 'model.request' && !e.replayed)).toHaveLength(9);
+      const lines = readFileSync(counter, 'utf8').trim().split('\n');
+      expect(lines.sort()).toEqual([`${rec.id} alice`, `${rec.id} closer`, `${rec.id} planner`]);
+    });
+
+  it('restarted again while the resumed run replays that turn: the journal still answers its tool call', async () => {
+    const dir = dataDir();
+    const counter = join(dir, 'count.txt');
+    const tools = countingTools(counter, 4);
+    const requests = (s: { store: { readEvents(id: string): Array<{ type: string }> } }, id: string) =>
+      s.store.readEvents(id).filter((e) => e.type === 'model.request').length;
+    const s1 = await createServer({ dataDir: dir, editorDir: false, runs: { tools } });
+    // Call 4 (alice's reply after her tool ran) takes 3 s each time it is asked for.
+    const rec = await s1.runs.start({ flow: slowReply(20, 4, 3000), input: 'go', source: 'api' });
+    await until(() => requests(s1, rec.id) >= 4, 'model call 4');
+    s1.runs.command(rec.id, { type: 'pause' });
+    await until(() => s1.store.catalog.data.runs[rec.id]?.status === 'paused', 'the pause');
+    await s1.close();
+
+    // Paused again at the step before alice's turn, then resumed: her turn replays, her tool
+    // call is answered from the journal, and the process stops during her (slow) reply.
+    const s2 = await createServer({ dataDir: dir, editorDir: false, runs: { tools } });
+    await until(() => s2.store.catalog.data.runs[rec.id]?.status === 'paused', 'paused again');
+    s2.runs.command(rec.id, { type: 'resume' });
+    await until(() => requests(s2, rec.id) >= 6, 'the replayed call 4');
+    await s2.close();
+
+    const s3 = await createServer({ dataDir: dir, editorDir: false, runs: { tools } });
+    cleanups.push(() => s3.close());
+    const done = await s3.runs.settled(rec.id);
+    expect(done, JSON.stringify(done?.error)).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+    const events = s3.store.readEvents(rec.id);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.filter((e) => e.type === 'model.request' && !e.replayed)).toHaveLength(9);
+    const lines = readFileSync(counter, 'utf8').trim().split('\n');
+    expect(lines.sort()).toEqual([`${rec.id} alice`, `${rec.id} closer`, `${rec.id} planner`]);
   });
 });

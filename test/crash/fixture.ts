@@ -77,3 +77,14 @@ export function countingTools(file: string, delayMs = 25): (run: { flow: Flow })
       },
     });
 }
+
+/**
+ * The battery's flow with its k-th reply (1-based; the flow asks for them in script order) taking
+ * `ms`: a window, wide even on a loaded machine, in which that model call is in flight.
+ */
+export function slowReply(latencyMs: number, k: number, ms: number): Flow {
+  const f = batteryFlow(latencyMs);
+  const model = f.models.default as { script: Array<Record<string, unknown>> };
+  model.script = model.script.map((e, i) => (i === k - 1 ? { ...e, latencyMs: ms } : e));
+  return f;
+}

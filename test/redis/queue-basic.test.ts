@@ -11,7 +11,7 @@ import { main } from '../../runtime/src/cli/main.js';
 import { clusterStatus } from '../../runtime/src/redis/status.js';
 import { RETRIES_EXHAUSTED, RunWorker } from '../../runtime/src/redis/worker.js';
 import { createServer, type SwitchboardServer } from '../../runtime/src/server/index.js';
-import { batteryFlow, countingTools, FINAL_OUTPUT } from '../crash/fixture.js';
+import { batteryFlow, countingTools, FINAL_OUTPUT, slowReply } from '../crash/fixture.js';
 import { freePort, startRedis, type TestRedis } from './redis-server.js';
 
 let redis: TestRedis;
@@ -175,9 +175,7 @@ describe('operations', () => {
   });
 
   it('a run paused at a turn boundary stays paused when another worker takes it over, and resumes on command', async () => {
-    // Paused by a breakpoint (between turns). A pause command that lands mid-turn and is then
-    // handed back can fail the replayed turn with model_script_exhausted under load: a known
-    // bug of the takeover, reported open in issue 18, not covered here.
+    // Paused by a breakpoint (between turns); the next test pauses it inside a turn.
     const counter = join(tmp(), 'count.txt');
     const timings = { lockMs: 20_000, stalledMs: 5_000 };
     const w1 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
@@ -210,6 +208,120 @@ describe('operations', () => {
       expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
     } finally {
       await w2.close();
+    }
+  });
+
+  // The pause lands while the k-th model call is in flight (3 s; the others 50 ms): 1, the planner's call
+  // that asks for its tool (the pause holds the run before the tool runs); 4, alice's reply after
+  // her tool ran (the pause holds it as the team picks the next speaker). A checkpoint taken
+  // there once held the script served past the turn the next worker replays: the planner's tool
+  // was skipped, or alice's turn failed with model_script_exhausted (issue 18).
+  for (const k of [1, 4])
+    it(`a pause that lands during model call ${k}, then a hand-back: the next worker replays the turn once, each reply and tool call once`, async () => {
+      const counter = join(tmp(), 'count.txt');
+      const timings = { lockMs: 20_000, stalledMs: 5_000 };
+      const w1 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
+      w1.start();
+      const id = await start({ flow: slowReply(50, k, 3000), input: 'go' });
+      const status = () => server.store.catalog.data.runs[id]?.status;
+      const requests = () => server.store.readEvents(id).filter((e) => e.type === 'model.request').length;
+      try {
+        for (let i = 0; i < 600 && requests() < k; i++) await new Promise((r) => setTimeout(r, 10));
+        expect(requests()).toBe(k);
+        const res = await fetch(`${url}/api/runs/${id}/commands`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'pause' }),
+        });
+        expect(res.status).toBe(202);
+        for (let i = 0; i < 400 && status() !== 'paused'; i++) await new Promise((r) => setTimeout(r, 25));
+        expect(status()).toBe('paused');
+        // Paused inside the turn: the model call had been made.
+        expect(requests()).toBe(k);
+      } finally {
+        await w1.close(200);
+      }
+      const w2 = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
+      w2.start();
+      try {
+        for (let i = 0; i < 100 && !w2.running.includes(id); i++) await new Promise((r) => setTimeout(r, 50));
+        expect(w2.running).toEqual([id]);
+        // Paused again on the next worker, until told to resume.
+        for (let i = 0; i < 100 && status() !== 'paused'; i++) await new Promise((r) => setTimeout(r, 50));
+        await new Promise((r) => setTimeout(r, 500));
+        expect(status()).toBe('paused');
+        await fetch(`${url}/api/runs/${id}/commands`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'resume' }),
+        });
+        const rec = await server.runs.settled(id);
+        expect(rec, JSON.stringify(rec?.error)).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+        const evs = await events(id);
+        expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+        const lines = readFileSync(counter, 'utf8').trim().split('\n');
+        expect(lines.sort()).toEqual([`${id} alice`, `${id} closer`, `${id} planner`]);
+        // Nine replies in the script, each asked for once (the replayed turn's calls are marked).
+        const asked = server.store.readEvents(id).filter((e) => e.type === 'model.request' && !e.replayed);
+        expect(asked).toHaveLength(9);
+      } finally {
+        await w2.close();
+      }
+    });
+
+  it('handed back again while the next worker replays that turn: a third worker still gets its tool call from the journal', async () => {
+    const counter = join(tmp(), 'count.txt');
+    const timings = { lockMs: 20_000, stalledMs: 5_000 };
+    const worker = () => {
+      const w = new RunWorker({ url: redis.url, dataDir: tmp(), tools: countingTools(counter, 4), timings });
+      w.start();
+      return w;
+    };
+    const command = (type: string) =>
+      fetch(`${url}/api/runs/${id}/commands`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type }),
+      });
+    const wait = async (pred: () => boolean, what: string) => {
+      for (let i = 0; i < 600 && !pred(); i++) await new Promise((r) => setTimeout(r, 10));
+      if (!pred()) throw new Error(`timed out waiting for ${what}`);
+    };
+    const status = () => server.store.catalog.data.runs[id]?.status;
+    const requests = () => server.store.readEvents(id).filter((e) => e.type === 'model.request').length;
+    // Call 4 (alice's reply after her tool ran) takes 3 s each time it is asked for.
+    const w1 = worker();
+    const id = await start({ flow: slowReply(50, 4, 3000), input: 'go' });
+    try {
+      await wait(() => requests() >= 4, 'model call 4');
+      await command('pause');
+      await wait(() => status() === 'paused', 'the pause');
+    } finally {
+      await w1.close(200);
+    }
+    // Paused again at the step before alice's turn, then resumed: her turn replays (her tool
+    // call answered from the journal), and this worker too stops during her slow reply.
+    const w2 = worker();
+    try {
+      await wait(() => w2.running.includes(id), 'the second worker to take the run');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(status()).toBe('paused');
+      await command('resume');
+      await wait(() => requests() >= 6, 'the replayed call 4');
+    } finally {
+      await w2.close(200);
+    }
+    const w3 = worker();
+    try {
+      const rec = await server.runs.settled(id);
+      expect(rec, JSON.stringify(rec?.error)).toMatchObject({ status: 'completed', output: FINAL_OUTPUT });
+      const evs = server.store.readEvents(id);
+      expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+      expect(evs.filter((e) => e.type === 'model.request' && !e.replayed)).toHaveLength(9);
+      const lines = readFileSync(counter, 'utf8').trim().split('\n');
+      expect(lines.sort()).toEqual([`${id} alice`, `${id} closer`, `${id} planner`]);
+    } finally {
+      await w3.close();
     }
   });
 

@@ -1,7 +1,8 @@
 /**
  * Checkpoints: the run's position handed to the host's `options.checkpoint` after every turn
- * (and on pause and wait), in order. A host that returns nothing lets the turn go on at once;
- * one that returns a promise holds the next checkpoint (not the run) until it settles.
+ * (and on a pause between steps — not on one inside a step, see control.ts — and on a wait), in
+ * order. A host that returns nothing lets the turn go on at once; one that returns a promise
+ * holds the next checkpoint (not the run) until it settles.
  */
 import type { Ctx, RunCore } from './context.js';
 import type { RunCheckpoint } from './types.js';

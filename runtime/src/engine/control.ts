@@ -1,6 +1,16 @@
 /**
  * Pause, step and breakpoints: the commands that hold the loop between events. Every await point
  * of a run passes `gate`, a flag test when nothing is pending.
+ *
+ * A pause hands the host a checkpoint only at a step boundary (the control loop between nodes,
+ * a breakpoint). Inside a step — a model or tool call under way, a team choosing its next
+ * speaker — the run's position still names the step's node while the model provider has already
+ * served the step's replies (and the transcript may hold its message): a checkpoint taken there
+ * would make a resumed run replay the step against a script moved past it, so a reply is
+ * consumed twice (`model_script_exhausted`) or a tool call is skipped. Paused mid-step, the run's
+ * last checkpoint stays the one before the step: a host that resumes it (another worker, a
+ * restarted server) replays the step whole, its tool calls answered from the journal, and pauses
+ * it again from its log (a `run.paused` after the checkpoint).
  */
 import { type Ctx, NO_NAMES, ownSet, type RunCore } from './context.js';
 
@@ -19,10 +29,13 @@ export class Control {
     this.breakpoints = breakpoints?.length ? new Set(breakpoints) : NO_NAMES;
   }
 
-  /** Between events: a flag test, unless a pause, a stop or a step is pending. */
-  gate(cx: Ctx): Promise<void> | undefined {
+  /**
+   * Between events: a flag test, unless a pause, a stop or a step is pending. `boundary`: the
+   * run is between steps (the control loop), where a pause checkpoints the run.
+   */
+  gate(cx: Ctx, boundary = false): Promise<void> | undefined {
     if (this.run.stop) throw this.run.stop;
-    if (this.pauseRequested || this.pauseGate) return this.pauseNow(cx, 'requested');
+    if (this.pauseRequested || this.pauseGate) return this.pauseNow(cx, 'requested', undefined, boundary);
     return undefined;
   }
 
@@ -72,11 +85,19 @@ export class Control {
 
   /** Stops before a node that has a breakpoint, naming it in run.paused. */
   breakAt(cx: Ctx, nodeId: string): Promise<void> {
-    return this.pauseNow(cx, `breakpoint at ${nodeId}`, nodeId);
+    return this.pauseNow(cx, `breakpoint at ${nodeId}`, nodeId, true);
   }
 
-  /** `nodeId`: the node the run stops before (a breakpoint), named in run.paused. */
-  private async pauseNow(cx: Ctx, reason: string, nodeId?: string): Promise<void> {
+  /**
+   * `nodeId`: the node the run stops before (a breakpoint), named in run.paused. `boundary`:
+   * between steps, where the pause checkpoints the run (see the head of this file).
+   */
+  private async pauseNow(
+    cx: Ctx,
+    reason: string,
+    nodeId: string | undefined,
+    boundary: boolean,
+  ): Promise<void> {
     const run = this.run;
     if (!this.pauseGate) {
       let resolve!: () => void;
@@ -90,7 +111,7 @@ export class Control {
         cx,
         nodeId === undefined ? { type: 'run.paused', reason } : { type: 'run.paused', nodeId, reason },
       );
-      await this.checkpoint(cx);
+      if (boundary) await this.checkpoint(cx);
       await promise;
       if (run.stop) throw run.stop;
       run.status = 'running';

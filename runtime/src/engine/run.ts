@@ -334,7 +334,8 @@ export class Run implements RunCore, Stopper {
   async drive(cx: Ctx, cur: Cursor): Promise<void> {
     while (!cur.done) {
       if (this.stop) throw this.stop;
-      const g = this.control.gate(cx);
+      // Between steps: a pause here checkpoints the run (control.ts).
+      const g = this.control.gate(cx, true);
       if (g) await g;
       if (cur.fork) {
         await runFork(this, cx, cur);

@@ -14,7 +14,13 @@ import type { Flow, RunEvent } from '@switchboard/schemas';
 import type { Redis } from 'ioredis';
 import type { RunCheckpoint, RunFlow, RunOptions, RunResult } from '../engine/types.js';
 import { serverScriptsDir } from '../models/script-file.js';
-import { type CallJournal, journaledTools, journalState } from '../server/journaled-tools.js';
+import {
+  type CallJournal,
+  endsStepTurn,
+  journaledTools,
+  journalState,
+  teamIds,
+} from '../server/journaled-tools.js';
 import { ReplayMarker } from '../server/run-counters.js';
 import type { Logger } from '../server/run-manager.js';
 import type { RunRecord } from '../store/catalog.js';
@@ -156,6 +162,10 @@ export async function executeRun(
   };
 
   const replay = stored ? new ReplayMarker(tail, stored.cp.seq) : undefined;
+  const teams = teamIds(spec.flow);
+  /** A turn of a step ended since the last checkpoint; `called`: a tool was called. */
+  let turned = false;
+  let called = false;
   let nextSeq = lastSeq + 1;
   const onEvent = (engineEvent: RunEvent) => {
     if (detached) return;
@@ -168,6 +178,7 @@ export async function executeRun(
       return;
     }
     nextSeq++;
+    if (endsStepTurn(ev, runId, teams)) turned = true;
     pending.push(ev);
     if (!held && !flushScheduled) {
       flushScheduled = true;
@@ -185,11 +196,22 @@ export async function executeRun(
     stored?.cp.seq,
   );
   js.durable = () => lastWrite;
-  // Every checkpoint is written (a Redis write is cheap): the calls one names all belong to one turn.
+  js.onCall = () => {
+    called = true;
+  };
+  // Every checkpoint is written (a Redis write is cheap): the calls one names all belong to one
+  // turn. But not while a taken-over run has not yet replayed the step its checkpoint was cut
+  // in (a resumed paused run pauses first, at the step before): the journal answers that step's
+  // calls only for a resume from the checkpoint they name, which must stay the one stored.
   const checkpoint = (c: RunCheckpoint): Promise<void> => {
     if (detached) return new Promise<void>(() => {});
+    // The replayed step is over (every checkpoint is written, so it is the first one after the
+    // stored checkpoint); what it did not match is not replayed later.
+    if (called || turned) js.replay = [];
+    called = false;
+    turned = false;
+    if (js.replay.length > 0) return flush();
     held = false;
-    js.replay = [];
     const p = flush(JSON.stringify({ cp: c, cmd: lastCmd }));
     js.checkpointSeq = c.seq;
     return p;

@@ -1,10 +1,10 @@
 /**
  * `switchboard worker`: takes runs from the BullMQ queue and executes them (run-executor.ts).
  * BullMQ's job lock says which worker holds a run; a worker that dies stops renewing it, its
- * job is found stalled within about `lockMs + stalledMs` and goes back to the queue, and
- * another worker continues the run from its last checkpoint. A run whose job failed for good
- * (every try, or stalled too often) gets a `run.failed` event naming why, written by
- * whichever worker sweeps it first, so that no run stays `running` without a worker.
+ * job is found stalled within about `lockMs + stalledMs` (7.5 s by default) and goes back to
+ * the queue, and another worker continues the run from its last checkpoint. A run whose job
+ * failed for good (every try, or stalled too often) gets a `run.failed` event naming why,
+ * written by whichever worker sweeps it first, so that no run stays `running` without a worker.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -18,8 +18,13 @@ import { type Execution, type ExecutorDeps, executeRun, finishRun } from './run-
 import { withScripts } from './scripts.js';
 
 export interface WorkerTimings {
-  /** BullMQ lock duration: how long a dead worker's run stays held. Default 4 s. */
+  /** BullMQ lock duration: how long a dead worker's run stays held. Default 6 s. */
   lockMs: number;
+  /**
+   * How often the locks of the runs under way are renewed (BullMQ's lockRenewTime; it checks
+   * every half of it). Default 1 s, or half the lock when that is shorter.
+   */
+  renewMs?: number;
   /** How often stalled runs are looked for. Default 1.5 s. */
   stalledMs: number;
   /** How often a run may be found stalled (its worker died) before it fails. Default 5. */
@@ -28,8 +33,18 @@ export interface WorkerTimings {
   heartbeatMs: number;
 }
 
+/**
+ * The lock must outlast the longest stall of a live worker's event loop (a long GC, a busy
+ * core, a swapped page), or another worker takes a run that is still under way: fencing keeps
+ * that safe (scripts.ts: the stalled worker writes nothing more, no tool call runs twice) but
+ * not free — the turn is replayed, and a tool call in flight is answered `maybe-executed` to
+ * the model. BullMQ renews at half the lock by default, so the former 4 s lock was lost by a
+ * stall of about 2 s; worker processes under the scale-out load on a shared 2-core machine
+ * were measured stalling up to 1.2 s. A 6 s lock renewed every second is lost only past about
+ * 5 s of stall, for a takeover of a dead worker's run within about 7.5 s (lock + stall check).
+ */
 export const DEFAULT_TIMINGS: WorkerTimings = {
-  lockMs: 4000,
+  lockMs: 6000,
   stalledMs: 1500,
   maxStalled: 5,
   heartbeatMs: 1000,
@@ -158,6 +173,7 @@ export class RunWorker {
         prefix: this.keys.bull,
         concurrency: this.o.concurrency ?? 1,
         lockDuration: t.lockMs,
+        lockRenewTime: t.renewMs ?? Math.min(1000, t.lockMs / 2),
         stalledInterval: t.stalledMs,
         maxStalledCount: t.maxStalled,
       },

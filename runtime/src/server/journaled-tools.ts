@@ -15,6 +15,7 @@
  * that calls tools is over (the host clears it then), not just until the next checkpoint.
  */
 import { createHash } from 'node:crypto';
+import type { Flow, RunEvent } from '@switchboard/schemas';
 import type { JournalCall, ToolJournal } from '../store/tool-journal.js';
 import type { ToolHandle, ToolHost, ToolHostContext, ToolResult } from '../tools/types.js';
 
@@ -63,6 +64,20 @@ export interface JournalState {
    * disk could not stop a repeat after a crash), and the run stops where its log stops.
    */
   onStoreError?: (e: unknown) => void;
+}
+
+/** The team nodes of a flow: their turns (an LLM choosing the next speaker) are not steps. */
+export function teamIds(flow: Flow): ReadonlySet<string> {
+  return new Set(flow.nodes.filter((n) => n.kind === 'team').map((n) => n.id));
+}
+
+/**
+ * Whether an event ends the turn of a step of the run itself (not of a nested run, not a team
+ * choosing its next speaker). A resumed run replays first the step it was cut in; once one of
+ * its steps' turns is over, that replay is over, whether or not it made the same calls.
+ */
+export function endsStepTurn(ev: RunEvent, runId: string, teams: ReadonlySet<string>): boolean {
+  return ev.type === 'turn.completed' && ev.runId === runId && !teams.has(ev.nodeId ?? '');
 }
 
 export function journalState(journal: CallJournal, resumedFromSeq: number | undefined): JournalState {

@@ -33,7 +33,7 @@ import type { Store } from '../store/store.js';
 import type { ToolJournal } from '../store/tool-journal.js';
 import type { ToolHost } from '../tools/types.js';
 import { CheckpointPolicy, type SliceOptions } from './checkpoint-policy.js';
-import { type JournalState, journaledTools, journalState } from './journaled-tools.js';
+import { endsStepTurn, type JournalState, journaledTools, journalState, teamIds } from './journaled-tools.js';
 import { afterPoll } from './loop-turn.js';
 import { RemoteRuns, type RunExecutor } from './remote-runs.js';
 import {
@@ -367,6 +367,9 @@ export class RunManager {
     commit.onError = (e) => this.stopForStorage(a, e);
     // A resumed run replays the turns after its checkpoint: their events are marked as such.
     const replay = cp ? new ReplayMarker(log.events, cp.seq) : undefined;
+    const teams = teamIds(spec.flow);
+    /** A turn of a step ended since the resume. */
+    let turned = false;
     let nextSeq = log.lastSeq + 1;
     const onEvent = (engineEvent: RunEvent) => {
       a.ended ??= endedBy(runId, engineEvent);
@@ -387,6 +390,7 @@ export class RunManager {
         return;
       }
       nextSeq++;
+      if (endsStepTurn(ev, runId, teams)) turned = true;
       policy.onEvent(ev);
     };
     // Returns nothing for most turns (nothing to wait for: the engine goes on at once).
@@ -400,7 +404,10 @@ export class RunManager {
       const d = policy.decide();
       // The replayed turn that called tools is over; what it did not match is not replayed later.
       if (d.afterToolCall) js.replay = [];
-      if (d.write && (forker === undefined || forker.live)) {
+      // Not while a resumed run has run no step yet (one resumed paused pauses first, at the
+      // step before the one it was cut in): the journal answers that step's calls only from the
+      // checkpoint they name.
+      if (d.write && (js.replay.length === 0 || turned) && (forker === undefined || forker.live)) {
         const t = performance.now();
         try {
           commit.checkpoint(c);
