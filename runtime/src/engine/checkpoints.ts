@@ -34,18 +34,23 @@ export class Checkpoints {
   /** The wanted checkpoint is scheduled (after the one being saved). */
   private scheduled: Promise<void> | undefined;
 
+  /** The host's checkpoint callback (undefined: the run is not checkpointed, nothing is counted). */
+  private readonly host: ((cp: RunCheckpoint) => Promise<void> | undefined) | undefined;
+
   constructor(
     private readonly run: RunCore,
     /** The run's position as plain data, valid until its next turn. */
     private readonly snapshot: () => RunCheckpoint,
-  ) {}
+  ) {
+    this.host = run.options.checkpoint;
+  }
 
   /**
    * A branch opens a step. Undefined at once unless a checkpoint is waiting for other steps to
    * close: then after its snapshot is taken.
    */
   enter(cx: Ctx): Promise<void> | undefined {
-    if (cx.depth > 0 || !this.run.options.checkpoint) return undefined;
+    if (this.host === undefined || cx.depth > 0) return undefined;
     if (this.wanted) {
       if (!this.waiting) {
         let resolve!: () => void;
@@ -65,7 +70,7 @@ export class Checkpoints {
    * checkpoint is cut now if no other step is open, else when the last one closes.
    */
   leave(cx: Ctx, save: boolean): Promise<void> | undefined {
-    if (cx.depth > 0 || !this.run.options.checkpoint) return undefined;
+    if (this.host === undefined || cx.depth > 0) return undefined;
     if (this.open > 0) this.open--;
     return save ? this.save(cx) : this.open === 0 && this.wanted ? this.take() : undefined;
   }
@@ -78,9 +83,10 @@ export class Checkpoints {
    * at a boundary, a wait). Nested runs are not checkpointed.
    */
   save(cx: Ctx): Promise<void> | undefined {
-    if (!this.run.options.checkpoint || cx.depth > 0) return undefined;
+    if (this.host === undefined || cx.depth > 0) return undefined;
+    if (this.open === 0) return this.take();
     this.wanted = true;
-    return this.open === 0 ? this.take() : undefined;
+    return undefined;
   }
 
   /** The run ended: branches waiting for a checkpoint go on (and find the run's stop). */
@@ -91,14 +97,16 @@ export class Checkpoints {
   /** Takes the wanted checkpoint's snapshot (after the one being saved) and hands it over. */
   private take(): Promise<void> | undefined {
     if (this.scheduled) return this.scheduled;
-    const save = this.run.options.checkpoint!;
+    const save = this.host!;
     if (this.idle) {
-      this.cut();
+      if (this.wanted) this.cut();
       if (this.run.stop) return undefined;
       const saving = save(this.snapshot());
       if (saving === undefined) return undefined;
       return this.track(saving);
     }
+    // Taken after the one being saved: until then no step opens.
+    this.wanted = true;
     const p = this.track(
       this.chain.then(() => {
         this.scheduled = undefined;
