@@ -7,7 +7,7 @@ import { createServer, journaledTools, journalState, MAYBE_EXECUTED } from '../r
 import { StoreError } from '../runtime/src/store/errors.js';
 import { scanEventLog } from '../runtime/src/store/event-log.js';
 import { ToolJournal } from '../runtime/src/store/tool-journal.js';
-import { batteryFlow, countingTools, FINAL_OUTPUT, slowReply } from './crash/fixture.js';
+import { batteryFlow, countingTools, FINAL_OUTPUT, parallelSlowFlow, slowReply } from './crash/fixture.js';
 import { slowChain, tempDir, until } from './server/helpers.js';
 import { cli } from './support/cli.js';
 
@@ -377,37 +377,7 @@ describe('parallel branches, then a restart', () => {
     const counter = join(dir, 'count.txt');
     const tools = countingTools(counter, 4);
     // p1 calls its tool, then its reply takes 3 s; p2 calls its tool and replies meanwhile.
-    const f: Flow = {
-      ...flow(
-        [
-          node('start', 'start'),
-          agent('p1'),
-          agent('p2'),
-          agent('joiner'),
-          node('t', 'tool', { server: 'fixture' }),
-          node('end', 'end'),
-        ],
-        [
-          edge('start', 'p1'),
-          edge('start', 'p2'),
-          edge('p1', 'joiner'),
-          edge('p2', 'joiner'),
-          edge('joiner', 'end'),
-          edge('t', 'p1', 'tools'),
-          edge('t', 'p2', 'tools'),
-        ],
-        [
-          { node: 'p1', toolCalls: [{ name: 'count', args: { k: 'p1' } }] },
-          { node: 'p1', text: 'one', latencyMs: 3000 },
-          { node: 'p2', toolCalls: [{ name: 'count', args: { k: 'p2' } }], latencyMs: 20 },
-          { node: 'p2', text: 'two' },
-          { node: 'joiner', text: 'joined' },
-        ],
-        { mcpServers: { fixture: { builtin: 'state' } } },
-      ),
-      id: 'parallel-slow',
-      name: 'parallel slow',
-    };
+    const f = parallelSlowFlow(3000);
     const s1 = await createServer({ dataDir: dir, editorDir: false, runs: { tools } });
     const rec = await s1.runs.start({ flow: f, input: 'go', source: 'api' });
     const ended = (id: string) =>
