@@ -353,7 +353,10 @@ export class Run implements RunCore, Stopper {
       }
       // A step opens: no checkpoint is cut until it closes (checkpoints.ts).
       const w = this.checkpoints.enter(cx);
-      if (w) await w;
+      if (w) {
+        await w;
+        if (this.stop) throw this.stop;
+      }
       if (cur.at === null) {
         await leaveTeam(this, cx, cur, 'no further member');
         await this.checkpoints.leave(cx, false);
