@@ -7,7 +7,7 @@ import { createServer, journaledTools, journalState, MAYBE_EXECUTED } from '../r
 import { StoreError } from '../runtime/src/store/errors.js';
 import { scanEventLog } from '../runtime/src/store/event-log.js';
 import { ToolJournal } from '../runtime/src/store/tool-journal.js';
-import { batteryFlow, countingTools, FINAL_OUTPUT, slowReply } from './crash/fixture.js';
+import { batteryFlow, countingTools, FINAL_OUTPUT, parallelSlowFlow, slowReply } from './crash/fixture.js';
 import { slowChain, tempDir, until } from './server/helpers.js';
 import { cli } from './support/cli.js';
 
@@ -368,5 +368,36 @@ describe('a pause inside a turn, then a restart', () => {
     expect(events.filter((e) => e.type === 'model.request' && !e.replayed)).toHaveLength(9);
     const lines = readFileSync(counter, 'utf8').trim().split('\n');
     expect(lines.sort()).toEqual([`${rec.id} alice`, `${rec.id} closer`, `${rec.id} planner`]);
+  });
+});
+
+describe('parallel branches, then a restart', () => {
+  it("one branch's turn ends inside another's model call, the server restarts: each reply and tool call once", async () => {
+    const dir = dataDir();
+    const counter = join(dir, 'count.txt');
+    const tools = countingTools(counter, 4);
+    // p1 calls its tool, then its reply takes 3 s; p2 calls its tool and replies meanwhile.
+    const f = parallelSlowFlow(3000);
+    const s1 = await createServer({ dataDir: dir, editorDir: false, runs: { tools } });
+    const rec = await s1.runs.start({ flow: f, input: 'go', source: 'api' });
+    const ended = (id: string) =>
+      s1.store.readEvents(rec.id).some((e) => e.type === 'turn.completed' && e.nodeId === id);
+    await until(() => ended('p2'), "p2's turn");
+    // Long enough for a checkpoint cut after p2's turn to reach the disk; p1's reply is still out.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(ended('p1')).toBe(false);
+    await s1.close();
+    expect(s1.store.catalog.data.runs[rec.id]!.status).toBe('running');
+
+    const s2 = await createServer({ dataDir: dir, editorDir: false, runs: { tools } });
+    cleanups.push(() => s2.close());
+    expect(s2.recovered.resumed).toEqual([rec.id]);
+    const done = await s2.runs.settled(rec.id);
+    expect(done, JSON.stringify(done?.error)).toMatchObject({ status: 'completed', output: 'joined' });
+    const events = s2.store.readEvents(rec.id);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.filter((e) => e.type === 'model.request' && !e.replayed)).toHaveLength(5);
+    const lines = readFileSync(counter, 'utf8').trim().split('\n');
+    expect(lines.sort()).toEqual([`${rec.id} p1`, `${rec.id} p2`]);
   });
 });

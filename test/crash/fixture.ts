@@ -88,3 +88,41 @@ export function slowReply(latencyMs: number, k: number, ms: number): Flow {
   model.script = model.script.map((e, i) => (i === k - 1 ? { ...e, latencyMs: ms } : e));
   return f;
 }
+
+/**
+ * Two parallel branches that each call `count`: p1's reply after its tool call takes `slowMs`,
+ * so p2's turn (its tool call, its reply) ends while that call is in flight. Output `joined`.
+ */
+export function parallelSlowFlow(slowMs: number): Flow {
+  return {
+    ...flow(
+      [
+        node('start', 'start'),
+        agent('p1'),
+        agent('p2'),
+        agent('joiner'),
+        node('t', 'tool', { server: 'fixture' }),
+        node('end', 'end'),
+      ],
+      [
+        edge('start', 'p1'),
+        edge('start', 'p2'),
+        edge('p1', 'joiner'),
+        edge('p2', 'joiner'),
+        edge('joiner', 'end'),
+        edge('t', 'p1', 'tools'),
+        edge('t', 'p2', 'tools'),
+      ],
+      [
+        { node: 'p1', toolCalls: [{ name: 'count', args: { k: 'p1' } }] },
+        { node: 'p1', text: 'one', latencyMs: slowMs },
+        { node: 'p2', toolCalls: [{ name: 'count', args: { k: 'p2' } }], latencyMs: 20 },
+        { node: 'p2', text: 'two' },
+        { node: 'joiner', text: 'joined' },
+      ],
+      { mcpServers: { fixture: { builtin: 'state' } } },
+    ),
+    id: 'parallel-slow',
+    name: 'Parallel, one slow reply',
+  };
+}

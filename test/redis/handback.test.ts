@@ -11,10 +11,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Flow } from '@switchboard/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterStatus } from '../../runtime/src/redis/status.js';
 import { createServer, type SwitchboardServer } from '../../runtime/src/server/index.js';
-import { FINAL_OUTPUT, slowReply } from '../crash/fixture.js';
+import { FINAL_OUTPUT, parallelSlowFlow, slowReply } from '../crash/fixture.js';
 import { type Proc, startWorker } from './cluster.js';
 import { startRedis, type TestRedis } from './redis-server.js';
 
@@ -77,10 +78,17 @@ async function worker(counter: string, env: NodeJS.ProcessEnv = {}): Promise<Pro
  * which worker holds it and waits until that call is in flight. `holder` stops with `graceMs`
  * of grace on SIGTERM.
  */
-async function runUntilCall(counter: string, k: number, graceMs: number, more: NodeJS.ProcessEnv = {}) {
+async function runUntilCall(
+  counter: string,
+  k: number,
+  graceMs: number,
+  more: NodeJS.ProcessEnv = {},
+  /** Another flow: waits for its k-th model call, however many are in flight. */
+  flow?: Flow,
+) {
   const env = { GRACE_MS: String(graceMs), ...more };
   const both = await Promise.all([worker(counter, env), worker(counter, env)]);
-  const res = await post('/api/runs', { flow: slowReply(50, k, 3000), input: 'go' });
+  const res = await post('/api/runs', { flow: flow ?? slowReply(50, k, 3000), input: 'go' });
   expect(res.status).toBe(201);
   const id = ((await res.json()) as { run: { id: string } }).run.id;
   let holderId: string | undefined;
@@ -93,7 +101,7 @@ async function runUntilCall(counter: string, k: number, graceMs: number, more: N
   if (!holder || !other) throw new Error(`no worker process holds run ${id}`);
   const requests = () => server.store.readEvents(id).filter((e) => e.type === 'model.request').length;
   await until(() => requests() >= k, `model call ${k}`);
-  expect(requests()).toBe(k);
+  if (!flow) expect(requests()).toBe(k);
   return { holder, other, id, requests, status: () => server.store.catalog.data.runs[id]?.status };
 }
 
@@ -107,6 +115,33 @@ async function expectClean(id: string, counter: string): Promise<void> {
   const lines = readFileSync(counter, 'utf8').trim().split('\n');
   expect(lines.sort()).toEqual([`${id} alice`, `${id} closer`, `${id} planner`]);
 }
+
+describe('parallel branches: a run leaves its worker while one branch is inside its turn', () => {
+  it("killed -9 after one branch's turn, during the other's model call: the next worker completes it, each reply and tool call once", async () => {
+    const counter = join(tmp(), 'count.txt');
+    // Call 2 is p1's reply after its tool ran (3 s); p2's turn (tool, reply) ends meanwhile,
+    // and a checkpoint cut then once held p1's reply served (model_script_exhausted for p1).
+    const { holder: a, other: b, id } = await runUntilCall(counter, 2, 100, {}, parallelSlowFlow(3000));
+    try {
+      const ended = (n: string) =>
+        server.store.readEvents(id).some((e) => e.type === 'turn.completed' && e.nodeId === n);
+      await until(() => ended('p2'), "p2's turn");
+      await sleep(300);
+      expect(ended('p1')).toBe(false);
+      await a.kill9();
+      await until(() => /run taken over/.test(b.stderr()), 'worker B to take the run');
+      const rec = await server.runs.settled(id);
+      expect(rec, JSON.stringify(rec?.error)).toMatchObject({ status: 'completed', output: 'joined' });
+      const evs = server.store.readEvents(id);
+      expect(evs.map((e) => e.seq)).toEqual(evs.map((_, i) => i + 1));
+      expect(evs.filter((e) => e.type === 'model.request' && !e.replayed)).toHaveLength(5);
+      const lines = readFileSync(counter, 'utf8').trim().split('\n');
+      expect(lines.sort()).toEqual([`${id} p1`, `${id} p2`]);
+    } finally {
+      await b.stop();
+    }
+  });
+});
 
 describe('a run leaves its worker process during a model call', () => {
   it('paused during the call, then its worker stopped (SIGTERM): the next worker keeps it paused, then completes it', async () => {

@@ -3,7 +3,8 @@
  * of a run passes `gate`, a flag test when nothing is pending.
  *
  * A pause hands the host a checkpoint only at a step boundary (the control loop between nodes,
- * a breakpoint). Inside a step — a model or tool call under way, a team choosing its next
+ * a breakpoint), and with parallel branches once no other branch is inside a step
+ * (checkpoints.ts). Inside a step — a model or tool call under way, a team choosing its next
  * speaker — the run's position still names the step's node while the model provider has already
  * served the step's replies (and the transcript may hold its message): a checkpoint taken there
  * would make a resumed run replay the step against a script moved past it, so a reply is

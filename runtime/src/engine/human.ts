@@ -6,6 +6,7 @@
 import { NodeError } from '@switchboard/nodes/core';
 import { ownValue } from '@switchboard/schemas/core';
 import type { ElicitationAnswer, ElicitationAsk } from '../tools/types.js';
+import type { Checkpoints } from './checkpoints.js';
 import { type Ctx, NO_ENTRIES, own, type RunCore } from './context.js';
 import { answerElicitation, elicitationFromText } from './elicitation.js';
 
@@ -15,8 +16,11 @@ export class HumanInput {
 
   constructor(
     private readonly run: RunCore,
-    /** Saves a checkpoint before the run waits for a person. */
-    private readonly checkpoint: (cx: Ctx) => Promise<void> | undefined,
+    /**
+     * A wait for a person closes the asking step (and checkpoints the run): a person may take
+     * days, and the run's other branches keep being checkpointed meanwhile.
+     */
+    private readonly checkpoints: Pick<Checkpoints, 'enter' | 'leave'>,
     restored: Readonly<Record<string, readonly string[]>> | undefined,
   ) {
     if (!restored) return;
@@ -71,11 +75,16 @@ export class HumanInput {
           false,
         );
       run.status = 'waiting';
-      const cp = this.checkpoint(cx);
-      if (cp) await cp;
-      if (run.stop) throw run.stop;
-      // An answer that came in while the checkpoint was written is taken, not waited for.
-      answer = this.takeAnswer(cx, nodeId) ?? (await this.waitForAnswer(nodeId, o.timeoutMs));
+      try {
+        const cp = this.checkpoints.leave(cx, true);
+        if (cp) await cp;
+        if (run.stop) throw run.stop;
+        // An answer that came in while the checkpoint was written is taken, not waited for.
+        answer = this.takeAnswer(cx, nodeId) ?? (await this.waitForAnswer(nodeId, o.timeoutMs));
+      } finally {
+        const w = this.checkpoints.enter(cx);
+        if (w) await w;
+      }
       if (run.stop) throw run.stop;
       run.status = 'running';
     }

@@ -125,7 +125,7 @@ export class Run implements RunCore, Stopper {
     this.checkpoints = new Checkpoints(this, () => this.snapshot());
     const save = (cx: Ctx) => this.checkpoints.save(cx);
     this.control = new Control(this, save, cp?.breakpoints);
-    this.human = new HumanInput(this, save, cp?.answers);
+    this.human = new HumanInput(this, this.checkpoints, cp?.answers);
     this.conversation = new Conversation(this, options.resume !== undefined);
     this.models = new ModelCalls(this, this.control, this.limits, cp?.providers);
     const host = options.signal;
@@ -232,6 +232,7 @@ export class Run implements RunCore, Stopper {
     this.status = r.status;
     this.events.close();
     this.control.release();
+    this.checkpoints.release();
     const release = this.options.tools?.release(this.runId);
     if (release) release.catch(() => {});
     this.acpOf?.closeAll();
@@ -342,17 +343,24 @@ export class Run implements RunCore, Stopper {
         continue;
       }
       const scope = cur.scopes[cur.scopes.length - 1]!;
-      if (cur.at === null) {
-        if (cur.scopes.length === 1) {
-          cur.done = true;
-          break;
-        }
-        await leaveTeam(this, cx, cur, 'no further member');
-        continue;
+      if (cur.at === null && cur.scopes.length === 1) {
+        cur.done = true;
+        break;
       }
       if (cur.stopAt !== undefined && cur.at === cur.stopAt) {
         cur.done = true;
         break;
+      }
+      // A step opens: no checkpoint is cut until it closes (checkpoints.ts).
+      const w = this.checkpoints.enter(cx);
+      if (w) {
+        await w;
+        if (this.stop) throw this.stop;
+      }
+      if (cur.at === null) {
+        await leaveTeam(this, cx, cur, 'no further member');
+        await this.checkpoints.leave(cx, false);
+        continue;
       }
       const node = this.graph.nodes.get(cur.at);
       if (!node)
@@ -368,11 +376,13 @@ export class Run implements RunCore, Stopper {
         );
         if (reason !== undefined) {
           await leaveTeam(this, cx, cur, reason);
+          await this.checkpoints.leave(cx, false);
           continue;
         }
       }
       if (node.role === 'team') {
         await enterTeam(this, cx, cur, node, undefined);
+        await this.checkpoints.leave(cx, false);
         continue;
       }
       let outcome: Outcome | Failed;
@@ -408,6 +418,7 @@ export class Run implements RunCore, Stopper {
       }
       if (isFailed(outcome)) {
         await onFailure(this, cx, cur, node, outcome.failed);
+        await this.checkpoints.leave(cx, false);
         continue;
       }
       // A delegated run ends with its target: the target's own handovers are not followed.
@@ -416,7 +427,7 @@ export class Run implements RunCore, Stopper {
         const r = route(this, cx, cur, node, outcome);
         if (r) await r;
       }
-      const cp = this.checkpoints.save(cx);
+      const cp = this.checkpoints.leave(cx, true);
       if (cp) await cp;
       this.control.stepped(node.role);
     }
@@ -490,7 +501,13 @@ export class Run implements RunCore, Stopper {
 
   /** Runs one node: events, observers, retries, commit. Returns its outcome or its failure. */
   async execute(cx: Ctx, cur: Cursor, node: GNode): Promise<Outcome | Failed> {
-    if (this.control.hasBreakpoint(node.id)) await this.control.breakAt(cx, node.id);
+    if (this.control.hasBreakpoint(node.id)) {
+      // Stopped before the step: a boundary, where the pause checkpoints the run.
+      await this.checkpoints.leave(cx, false);
+      await this.control.breakAt(cx, node.id);
+      const w = this.checkpoints.enter(cx);
+      if (w) await w;
+    }
     const beh = this.flowBehavior(node);
     const turn = this.beginNode(cx, node);
     const nc = new NodeCtx(this, cx, node, candidatesFor(this.graph, cur, node), cur);

@@ -10,7 +10,8 @@
  * and a journal entry naming one that a crash could still lose would not be replayed after a
  * resume from the one before it — the call would run twice. The host writes a checkpoint
  * after every turn that called a tool (`onCall` tells it), so the calls one checkpoint names
- * all belong to one turn; turns without I/O between that checkpoint and this turn are not
+ * all belong to one turn (with parallel branches, to the turns open together: the engine cuts
+ * a checkpoint only when no branch is inside a turn, so all of them replay); turns without I/O between that checkpoint and this turn are not
  * written and are replayed first, which is why the replay list lasts until the replayed turn
  * that calls tools is over (the host clears it then), not just until the next checkpoint.
  */
