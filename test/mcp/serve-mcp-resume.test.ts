@@ -1,5 +1,6 @@
 /**
- * Resumable streams on `/mcp` of `switchboard serve` (MCP 2025-11-25, SEP-1699), over a real
+ * Resumable streams on `/mcp` of `switchboard serve` and of `switchboard mcp FLOW --http`
+ * (MCP 2025-11-25, SEP-1699), over a real
  * socket with raw HTTP so every SSE field is seen: a call's stream opens with a priming event (an
  * id, `retry`, no data); when the client's stream drops mid-call the run goes on, and a GET with
  * `Last-Event-ID` replays what followed, the answer included, with nothing repeated. Clients of
@@ -8,13 +9,14 @@
  * the `serve` section of test/mcp-conformance/expected-failures.yml).
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { runFlow } from '../../runtime/src/engine/index.js';
+import { serveFlowHttp } from '../../runtime/src/mcp/flow-server.js';
 import { slowChain, testServer } from '../server/helpers.js';
 
-type S = Awaited<ReturnType<typeof testServer>>;
-let s: S | undefined;
+let close: (() => Promise<void>) | undefined;
 afterEach(async () => {
-  await s?.close();
-  s = undefined;
+  await close?.();
+  close = undefined;
 });
 
 interface SseEvent {
@@ -103,22 +105,36 @@ function call(base: string, headers: Record<string, string>, signal?: AbortSigna
 
 const isAnswer = (e: SseEvent) => e.data !== '' && (JSON.parse(e.data) as { id?: number }).id === 7;
 
-async function served(): Promise<string> {
-  // Six steps of 300 ms: the stream drops after the first progress and is resumed (after the
-  // 1 s `retry`) while the run still goes on, so the resumed stream carries replayed and live events.
-  s = await testServer({ port: 0 });
+// Six steps of 300 ms: the stream drops after the first progress and is resumed (after the
+// 1 s `retry`) while the run still goes on, so the resumed stream carries replayed and live events.
+const FLOW = () => slowChain('slow', 6, 300, 'the answer');
+
+/** `switchboard serve` with the flow stored: its `/mcp` offers every stored flow. */
+async function servedByServe(): Promise<string> {
+  const s = await testServer({ port: 0 });
+  close = () => s.close();
   const { port } = await s.listen();
   const r = await s.req({
     method: 'POST',
     url: '/api/flows',
-    payload: JSON.stringify(slowChain('slow', 6, 300, 'the answer')),
+    payload: JSON.stringify(FLOW()),
     headers: { host: `127.0.0.1:${port}`, 'content-type': 'application/json' },
   });
   expect(r.statusCode).toBe(201);
   return `http://127.0.0.1:${port}/mcp`;
 }
 
-describe('switchboard serve: resumable /mcp streams', { timeout: 60_000 }, () => {
+/** `switchboard mcp FLOW --http`: the one flow as one tool (cli/commands/mcp.ts, in this process). */
+async function servedByMcp(): Promise<string> {
+  const served = await serveFlowHttp(FLOW(), { runFlow, runOptions: () => ({ humanInput: 'fail' }) }, 0);
+  close = () => served.close();
+  return `http://127.0.0.1:${served.port}/mcp`;
+}
+
+describe.each([
+  ['switchboard serve', servedByServe],
+  ['switchboard mcp --http', servedByMcp],
+])('%s: resumable /mcp streams', { timeout: 60_000 }, (_name, served) => {
   it('primes each call stream, and a dropped call is resumed with Last-Event-ID, answer included', async () => {
     const base = await served();
     const headers = await session(base, '2025-11-25');

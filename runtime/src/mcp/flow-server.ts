@@ -22,6 +22,7 @@ import {
 import { checkAgainstSchema, type Flow } from '@switchboard/schemas';
 import type { RunFlow, RunOptions, RunResult } from '../engine/types.js';
 import { sanitizeName } from '../tools/names.js';
+import { BoundedEventStore, SERVED_RETRY_MS } from './event-store.js';
 import { callServedFlow, type StartServedRun } from './served-call.js';
 import { canElicitForm } from './served-human.js';
 import { DEFAULT_LOG_LEVEL } from './served-log.js';
@@ -264,6 +265,9 @@ export async function serveFlowHttp(flow: Flow, o: FlowServerOptions, port: numb
           enableDnsRebindingProtection: true,
           allowedHosts: hosts(),
           allowedOrigins: origins(),
+          // Resumable streams, as serve's /mcp: a call whose stream drops is resumed with Last-Event-ID.
+          eventStore: new BoundedEventStore(),
+          retryInterval: SERVED_RETRY_MS,
           onsessioninitialized: (id) => {
             sessions.set(id, t);
           },
