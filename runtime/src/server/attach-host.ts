@@ -20,7 +20,7 @@ import { AttachProtocolError, admitEvents, type EventCursor, isOwnFinal } from '
 import { HttpError } from './errors.js';
 import { RateBucket } from './room-limits.js';
 import { applyEvent, FINAL, nowIso, zeroCounters } from './run-counters.js';
-import { newRunId } from './run-manager.js';
+import { newRunId, RunNotLiveError } from './run-manager.js';
 
 export interface AttachLimits {
   /** Attached runs connected at once; a hello beyond is refused. Default 64. */
@@ -86,6 +86,11 @@ interface Live {
   commit: GroupCommit;
   bucket: RateBucket;
   bytes: number;
+  /**
+   * The status the run's own final event names, once admitted: its process hosts nothing more,
+   * and a command relayed now would be dropped there (see command).
+   */
+  ended: string | undefined;
 }
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
@@ -156,6 +161,12 @@ export class AttachedRuns {
         `run ${runId} runs headless on ${a?.host ?? 'another host'}, which is not connected now (${a?.state ?? 'detached'} since ${a?.since ?? '?'}); commands reach it only while it is attached`,
       );
     }
+    // Its final event is in (durable or not yet): the run is over. Refused by name rather than
+    // relayed to a process whose engine no longer takes commands. A command relayed just before
+    // the process sent that event is in flight when the run ends: the process drops it, and the
+    // run's record (its final status) says it had no effect; a process hosts one run, so it can
+    // never reach another.
+    if (l.ended !== undefined) throw new RunNotLiveError(runId, l.ended);
     l.conn.send({ type: 'command', command: cmd });
   }
 
@@ -311,6 +322,7 @@ export class AttachedRuns {
       },
       bucket: new RateBucket(this.limits.messagesPerSecond),
       bytes: 0,
+      ended: undefined,
     };
     commit.onDurable = (events, lines) => {
       let save = false;
@@ -358,7 +370,11 @@ export class AttachedRuns {
     const admitted = admitEvents(batch, l.cursor, this.limits.maxBatch);
     for (const ev of admitted) l.commit.append(ev);
     l.cursor.nextSeq += admitted.length;
-    if (admitted.some((e) => isOwnFinal(e, runId))) l.cursor.ended = true;
+    const final = admitted.find((e) => isOwnFinal(e, runId));
+    if (final) {
+      l.cursor.ended = true;
+      l.ended = final.type.slice('run.'.length);
+    }
   }
 
   /**
