@@ -93,7 +93,7 @@ export class QueueExecutor implements RunExecutor {
     this.readAnnounced();
   }
 
-  command(runId: string, cmd: RunCommand): Promise<void> {
+  command(runId: string, cmd: RunCommand): Promise<string | undefined> {
     return sendCommand(this.redis, this.keys, runId, cmd);
   }
 

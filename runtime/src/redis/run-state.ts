@@ -9,6 +9,7 @@ import type { RunCheckpoint, RunCommand } from '../engine/types.js';
 import type { RunSpec } from '../store/run-files.js';
 import type { JournalCall, JournalEntry } from '../store/tool-journal.js';
 import type { RedisKeys } from './keys.js';
+import { SEND_COMMAND } from './scripts.js';
 
 /** What a worker keeps with a checkpoint: the last command applied before it. */
 export interface StoredCheckpoint {
@@ -108,7 +109,31 @@ export async function commandsAfter(
   return entries.map(([id, fields]) => ({ id, cmd: JSON.parse(fields[1]!) as RunCommand }));
 }
 
-/** Appends a command to the run's stream and tells the workers (the one holding it reads it). */
-export async function sendCommand(r: Redis, k: RedisKeys, runId: string, cmd: RunCommand): Promise<void> {
-  await r.multi().xadd(k.commands(runId), '*', 'c', JSON.stringify(cmd)).publish(k.cmdChannel, runId).exec();
+/**
+ * Appends a command to the run's stream and tells the workers (the one holding it reads it),
+ * in one atomic step with a look at the run's events: a run whose own final event is there gets
+ * nothing, and the status it ended with is returned instead (undefined: the command was sent).
+ *
+ * Left open, by nature: a command sent just before the worker appends the final event is in the
+ * stream, but the engine may end without reading it (or drop it, being over). It is then never
+ * applied — the worker retires the run's command stream at its end, and a run that ended is
+ * never executed again (executeRun) — and the run's record, its final status, shows the client
+ * that it had no effect.
+ */
+export async function sendCommand(
+  r: Redis,
+  k: RedisKeys,
+  runId: string,
+  cmd: RunCommand,
+): Promise<string | undefined> {
+  const ended = (await r.eval(
+    SEND_COMMAND,
+    2,
+    k.events(runId),
+    k.commands(runId),
+    runId,
+    k.cmdChannel,
+    JSON.stringify(cmd),
+  )) as string | null;
+  return ended === null ? undefined : ended.slice('run.'.length);
 }

@@ -69,6 +69,24 @@ redis.call('XADD', KEYS[1], (n + 1) .. '-0', 'e', cjson.encode(ev))
 redis.call('PUBLISH', ARGV[2], ARGV[1])
 return n + 1`;
 
+/**
+ * KEYS: events, commands. ARGV: runId, channel, command JSON. Adds the command to the run's
+ * stream and tells the workers, unless the run's own final event is already in its events:
+ * then nothing is added (the worker would never read it) and the final event's type is returned.
+ */
+export const SEND_COMMAND = `
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if #last > 0 then
+  local ev = cjson.decode(last[1][2][2])
+  local t = ev['type']
+  if ev['runId'] == ARGV[1] and (t == 'run.completed' or t == 'run.failed' or t == 'run.cancelled' or t == 'run.interrupted') then
+    return t
+  end
+end
+redis.call('XADD', KEYS[2], '*', 'c', ARGV[3])
+redis.call('PUBLISH', ARGV[2], ARGV[1])
+return false`;
+
 export interface RunScripts {
   sbAppend(...args: (string | number)[]): Promise<number>;
   sbJournal(...args: string[]): Promise<number>;

@@ -99,7 +99,8 @@ export function registerMcpRoute(app: FastifyInstance, d: McpRouteDeps): { close
     deliver(d.store.readEvents(runId));
     const send = (cmd: RunCommand) => {
       try {
-        d.runs.command(runId, cmd);
+        // A run on a worker answers later: an end or a fault then is nothing to tell it either.
+        d.runs.command(runId, cmd)?.catch(() => {});
       } catch {
         // The run is over: nothing to tell it.
       }

@@ -26,7 +26,9 @@ class FakeExecutor implements RunExecutor {
   async eventsAfter(runId: string, after: number, limit: number): Promise<RunEvent[]> {
     return (this.events.get(runId) ?? []).filter((e) => e.seq > after).slice(0, limit);
   }
-  async command(): Promise<void> {}
+  async command(): Promise<string | undefined> {
+    return undefined;
+  }
   async knows(runId: string): Promise<boolean> {
     return this.specs.has(runId);
   }

@@ -22,7 +22,11 @@ export interface RunExecutor {
   enqueue(record: RunRecord, spec: RunSpec, breakpoints: string[]): Promise<void>;
   /** The run's events with seq > after, in order, at most `limit`. */
   eventsAfter(runId: string, after: number, limit: number): Promise<RunEvent[]>;
-  command(runId: string, cmd: RunCommand): Promise<void>;
+  /**
+   * Sends a command to the run, unless the run has ended: then it resolves to the status it
+   * ended with and nothing is sent.
+   */
+  command(runId: string, cmd: RunCommand): Promise<string | undefined>;
   /** Whether the executor has this run (started by any instance, not yet expired). */
   knows(runId: string): Promise<boolean>;
   /** Reads the announcements now rather than on the next notification or tick. */
@@ -47,6 +51,8 @@ interface Followed {
   busy: boolean;
   again: boolean;
   ended: boolean;
+  /** The status the run's own final event names, once copied here. */
+  endedAs: string | undefined;
   done: Promise<void>;
   resolve: () => void;
 }
@@ -129,8 +135,42 @@ export class RemoteRuns {
     this.follow(rec);
   }
 
-  command(runId: string, cmd: RunCommand): Promise<void> {
-    return this.h.executor.command(runId, cmd);
+  /**
+   * Resolves to the status the run ended with when it has ended (nothing is sent then), to
+   * undefined once the executor has the command; a 503 by name when it did not confirm it in
+   * time or refused it.
+   */
+  async command(runId: string, cmd: RunCommand): Promise<string | undefined> {
+    // Its final event is here already, while its log and entry close.
+    const endedAs = this.followed.get(runId)?.endedAs;
+    if (endedAs !== undefined) return endedAs;
+    const ms = this.h.executor.enqueueTimeoutMs ?? 10_000;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new HttpError(
+              503,
+              'redis_unavailable',
+              `the run queue (Redis) did not confirm the ${cmd.type} command to run ${runId} within ${ms} ms; it takes effect only if Redis took it after all`,
+            ),
+          ),
+        ms,
+      );
+    });
+    try {
+      return await Promise.race([this.h.executor.command(runId, cmd), late]);
+    } catch (e) {
+      if (e instanceof HttpError) throw e;
+      throw new HttpError(
+        503,
+        'redis_unavailable',
+        `the run queue (Redis) refused the ${cmd.type} command to run ${runId}: ${String(e)}`,
+      );
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** On start: follows every run the catalog has live, and every run announced anywhere. */
@@ -217,7 +257,17 @@ export class RemoteRuns {
     const done = new Promise<void>((r) => {
       resolve = r;
     });
-    const f: Followed = { rec, log, commit, busy: false, again: false, ended: false, done, resolve };
+    const f: Followed = {
+      rec,
+      log,
+      commit,
+      busy: false,
+      again: false,
+      ended: false,
+      endedAs: undefined,
+      done,
+      resolve,
+    };
     this.followed.set(rec.id, f);
     for (const done of [...(this.arrivals.get(rec.id) ?? [])]) done();
     this.pull(rec.id);
@@ -242,6 +292,7 @@ export class RemoteRuns {
               if (ev.seq !== f.log.lastSeq + 1) continue;
               f.commit.append(ev);
               if (FINAL_EVENTS.has(ev.type)) f.ended = true;
+              if (FINAL_EVENTS.has(ev.type) && ev.runId === runId) f.endedAs = ev.type.slice('run.'.length);
             }
             if (events.length < BATCH || f.ended) break;
           }

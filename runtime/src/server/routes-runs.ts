@@ -328,7 +328,8 @@ export function registerRunRoutes(
         throw new HttpError(409, 'not-live', new RunNotLiveError(r.id, r.status).message);
       }
       try {
-        runs.command(r.id, cmd);
+        // A run on a worker answers once Redis has the command, or says it had ended.
+        await runs.command(r.id, cmd);
       } catch (e) {
         // Still hosted, but its final event is out: the run is ending, not live.
         if (e instanceof RunNotLiveError) throw new HttpError(409, 'not-live', e.message);

@@ -579,17 +579,21 @@ export class RunManager {
     await this.store.catalog.save();
   }
 
-  command(runId: string, cmd: RunCommand): void {
+  /**
+   * Sends a command to a live run or throws RunNotLiveError. A run on a worker (Redis) answers
+   * asynchronously: the promise rejects with RunNotLiveError when the run had ended (see
+   * sendCommand for the window where that cannot be known yet), or with an HttpError 503 when
+   * Redis did not confirm the command in time.
+   */
+  command(runId: string, cmd: RunCommand): undefined | Promise<void> {
     if (this.attached?.owns(runId)) {
       this.attached.command(runId, cmd);
       return;
     }
-    if (this.remote?.has(runId)) {
-      this.remote
-        .command(runId, cmd)
-        .catch((e: unknown) => this.log.error({ runId, err: String(e) }, 'command not delivered'));
-      return;
-    }
+    if (this.remote?.has(runId))
+      return this.remote.command(runId, cmd).then((ended) => {
+        if (ended !== undefined) throw new RunNotLiveError(runId, ended);
+      });
     const a = this.active.get(runId);
     if (!a) {
       const rec = this.store.catalog.data.runs[runId];
