@@ -133,4 +133,25 @@ describe('RemoteRuns', () => {
     expect(warnings).toContain('could not record a run; trying again');
     expect(store.catalog.data.runs[record.id]).toBeDefined();
   });
+
+  it("follows a run past a delegated run's end in its log, to its own end", async () => {
+    const { remote, executor, store } = await setup();
+    const { record, spec } = runOf('r-parent');
+    executor.specs.set(record.id, spec);
+    const ts = new Date().toISOString();
+    const ev = (seq: number, type: string, runId: string) =>
+      ({ seq, ts, type, runId }) as unknown as RunEvent;
+    // The delegate's end is read first; the parent's own events come later.
+    executor.events.set(record.id, [
+      ev(1, 'run.started', record.id),
+      ev(2, 'run.completed', 'r-parent~1'),
+    ]);
+    executor.announce(record, async () => spec);
+    expect(await remote.arrived(record.id, 5000)).toBe(true);
+    await new Promise((r) => setTimeout(r, 100));
+    executor.events.get(record.id)!.push(ev(3, 'node.started', record.id), ev(4, 'run.completed', record.id));
+    await remote.settled(record.id);
+    expect(store.readEvents(record.id).map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    expect(remote.has(record.id)).toBe(false);
+  });
 });

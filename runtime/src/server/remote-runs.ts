@@ -291,8 +291,11 @@ export class RemoteRuns {
             for (const ev of events) {
               if (ev.seq !== f.log.lastSeq + 1) continue;
               f.commit.append(ev);
-              if (FINAL_EVENTS.has(ev.type)) f.ended = true;
-              if (FINAL_EVENTS.has(ev.type) && ev.runId === runId) f.endedAs = ev.type.slice('run.'.length);
+              // The run's own end; a delegated (nested) run's end in its log is not.
+              if (FINAL_EVENTS.has(ev.type) && ev.runId === runId) {
+                f.ended = true;
+                f.endedAs = ev.type.slice('run.'.length);
+              }
             }
             if (events.length < BATCH || f.ended) break;
           }
