@@ -142,10 +142,7 @@ describe('RemoteRuns', () => {
     const ev = (seq: number, type: string, runId: string) =>
       ({ seq, ts, type, runId }) as unknown as RunEvent;
     // The delegate's end is read first; the parent's own events come later.
-    executor.events.set(record.id, [
-      ev(1, 'run.started', record.id),
-      ev(2, 'run.completed', 'r-parent~1'),
-    ]);
+    executor.events.set(record.id, [ev(1, 'run.started', record.id), ev(2, 'run.completed', 'r-parent~1')]);
     executor.announce(record, async () => spec);
     expect(await remote.arrived(record.id, 5000)).toBe(true);
     await new Promise((r) => setTimeout(r, 100));
