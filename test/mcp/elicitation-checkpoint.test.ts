@@ -109,4 +109,72 @@ describe('a checkpointed run whose tool asks a person (MCP elicitation)', { time
     ]);
     expect(resumed.filter((e) => e.type === 'input.requested')).toHaveLength(1);
   });
+
+  it('the other parallel branches go on while the person is asked, and are checkpointed once the step closes', async () => {
+    const f: Flow = structuredClone(flow);
+    f.models = {
+      default: {
+        provider: 'scripted',
+        script: [
+          { node: 'a1', toolCalls: [{ name: 't_e__confirm', args: {} }] },
+          { node: 'a1', text: 'done' },
+          { node: 'b', text: 'B' },
+          { node: 'c', text: 'C' },
+          { node: 'j', text: 'joined' },
+        ],
+      },
+    };
+    for (const id of ['b', 'c', 'j'])
+      f.nodes.push({
+        id,
+        kind: 'agent',
+        position: { x: 0, y: 0 },
+        config: { role: 'worker', model: 'default', prompt: [{ text: 'x' }] },
+      });
+    f.edges = [
+      { id: 'e1', kind: 'handover', source: 'start', target: 'a1' },
+      { id: 'e3', kind: 'handover', source: 'start', target: 'b' },
+      { id: 'e4', kind: 'handover', source: 'b', target: 'c' },
+      { id: 'g1', kind: 'tools', source: 't_e', target: 'a1' },
+      { id: 'e2', kind: 'handover', source: 'a1', target: 'j' },
+      { id: 'e5', kind: 'handover', source: 'c', target: 'j' },
+      { id: 'e6', kind: 'handover', source: 'j', target: 'end' },
+    ];
+    approveFlow(env.trust, f);
+    const events: RunEvent[] = [];
+    const cuts: number[] = [];
+    let asked = false;
+    const h = runFlow(f, 'x', {
+      runId: 'r1',
+      tools: createMcpToolHost(f, { pool: env.pool, trust: env.trust }),
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'input.requested') asked = true;
+        // The person answers once the other branch's two turns are over (or after 3 s, when
+        // they are held behind the open step).
+        if (asked && e.type === 'turn.completed' && e.nodeId === 'c') answer();
+      },
+      checkpoint: (cp) => {
+        cuts.push(cp.seq);
+        return undefined;
+      },
+    });
+    let answered = false;
+    const answer = () => {
+      if (answered) return;
+      answered = true;
+      h.send({ type: 'answer', nodeId: 'a1', answer: '{"name":"Bob"}' });
+    };
+    const fallback = setTimeout(answer, 3000);
+    const r = await h.result;
+    clearTimeout(fallback);
+    expect(r, JSON.stringify(r.error)).toMatchObject({ status: 'completed', output: 'joined' });
+    const received = seqOf(events, 'input.received', 'a1');
+    expect(seqOf(events, 'turn.completed', 'c'), 'c’s turn ended before the answer').toBeLessThan(received);
+    const opened = seqOf(events, 'turn.started', 'a1');
+    const closed = seqOf(events, 'turn.completed', 'a1');
+    expect(cuts.filter((s) => s >= opened && s < closed)).toEqual([]);
+    // b's and c's turns are checkpointed once a1's step closes.
+    expect(cuts.some((s) => s >= closed)).toBe(true);
+  });
 });

@@ -21,7 +21,7 @@ export class HumanInput {
      * take days, and the run's other branches keep being checkpointed meanwhile. A wait inside
      * a step (an elicitation during a tool call) keeps the step open.
      */
-    private readonly checkpoints: Pick<Checkpoints, 'enter' | 'leave'>,
+    private readonly checkpoints: Pick<Checkpoints, 'enter' | 'leave' | 'asked'>,
     restored: Readonly<Record<string, readonly string[]>> | undefined,
   ) {
     if (!restored) return;
@@ -88,8 +88,14 @@ export class HumanInput {
           false,
         );
       run.status = 'waiting';
-      if (o.inStep) answer = await this.waitForAnswer(nodeId, o.timeoutMs);
-      else
+      if (o.inStep) {
+        this.checkpoints.asked(true);
+        try {
+          answer = await this.waitForAnswer(nodeId, o.timeoutMs);
+        } finally {
+          this.checkpoints.asked(false);
+        }
+      } else
         try {
           const cp = this.checkpoints.leave(cx, true);
           if (cp) await cp;
