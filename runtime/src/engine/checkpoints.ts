@@ -1,8 +1,8 @@
 /**
  * Checkpoints: the run's position handed to the host's `options.checkpoint` after every turn
- * (and on a pause between steps — not on one inside a step, see control.ts — and on a wait), in
- * order. A host that returns nothing lets the turn go on at once; one that returns a promise
- * holds the next checkpoint (not the run) until it settles.
+ * (and on a pause between steps — not on one inside a step, see control.ts — and on a human
+ * node's wait), in order. A host that returns nothing lets the turn go on at once; one that
+ * returns a promise holds the next checkpoint (not the run) until it settles.
  *
  * A checkpoint is cut only when no step of the run is open. Inside a step (a model or tool
  * call under way) the run's position still names the step's node while the model provider has
@@ -14,7 +14,10 @@
  * asked for while another branch's step is open is cut when the last open step closes, and
  * until then no branch opens a new step: a long step delays the checkpoint by its own length,
  * never for good. A run without parallel branches has at most one step open, closed before
- * its checkpoint: nothing waits.
+ * its checkpoint: nothing waits. A person asked inside a step (an MCP elicitation during a tool
+ * call) keeps it open and may take hours: while one is asked, the other branches' steps open
+ * (the checkpoint could not be cut before that step closes anyway), and once no one is asked
+ * any more, no step opens until the checkpoint is cut.
  */
 import type { Ctx, RunCore } from './context.js';
 import type { RunCheckpoint } from './types.js';
@@ -27,6 +30,8 @@ export class Checkpoints {
   private idle = true;
   /** Steps of the run open now (a branch between its boundary gate and the next). */
   private open = 0;
+  /** Open steps (any depth) waiting for a person inside: steps open while there is one. */
+  private asking = 0;
   /** A checkpoint is asked for and its snapshot not taken yet: no step opens until it is. */
   private wanted = false;
   /** Branches waiting to open a step until the wanted snapshot is taken (made when one waits). */
@@ -51,7 +56,7 @@ export class Checkpoints {
    */
   enter(cx: Ctx): Promise<void> | undefined {
     if (this.host === undefined || cx.depth > 0) return undefined;
-    if (this.wanted) {
+    if (this.wanted && this.asking === 0) {
       if (!this.waiting) {
         let resolve!: () => void;
         const promise = new Promise<void>((r) => {
@@ -63,6 +68,21 @@ export class Checkpoints {
     }
     this.open++;
     return undefined;
+  }
+
+  /** An open step starts (`true`) or ends (`false`) waiting for a person inside it. */
+  asked(waiting: boolean): void {
+    if (this.host === undefined) return;
+    if (!waiting) {
+      this.asking--;
+      return;
+    }
+    this.asking++;
+    // Branches held for the wanted checkpoint go on: it waits for this step to close.
+    const w = this.waiting;
+    if (!w) return;
+    this.waiting = undefined;
+    w.resolve();
   }
 
   /**

@@ -17,10 +17,11 @@ export class HumanInput {
   constructor(
     private readonly run: RunCore,
     /**
-     * A wait for a person closes the asking step (and checkpoints the run): a person may take
-     * days, and the run's other branches keep being checkpointed meanwhile.
+     * A human node's wait for a person closes its step (and checkpoints the run): a person may
+     * take days, and the run's other branches keep being checkpointed meanwhile. A wait inside
+     * a step (an elicitation during a tool call) keeps the step open.
      */
-    private readonly checkpoints: Pick<Checkpoints, 'enter' | 'leave'>,
+    private readonly checkpoints: Pick<Checkpoints, 'enter' | 'leave' | 'asked'>,
     restored: Readonly<Record<string, readonly string[]>> | undefined,
   ) {
     if (!restored) return;
@@ -58,7 +59,19 @@ export class HumanInput {
     cx: Ctx,
     nodeId: string,
     question: string,
-    o: { options?: string[] | undefined; timeoutMs?: number | undefined; form?: Record<string, unknown> },
+    o: {
+      options?: string[] | undefined;
+      timeoutMs?: number | undefined;
+      form?: Record<string, unknown>;
+      /**
+       * Asked inside the step (an MCP elicitation during a tool call): the wait is no boundary
+       * and cuts no checkpoint — one cut there would name the step's start while the model has
+       * served its replies and its tool call is under way, so a resumed run would replay the step
+       * against a script moved past it. The run resumes from the checkpoint before the step and
+       * asks again.
+       */
+      inStep?: boolean;
+    },
   ): Promise<string> {
     const run = this.run;
     const ev: Record<string, unknown> = { type: 'input.requested', nodeId, question };
@@ -75,16 +88,24 @@ export class HumanInput {
           false,
         );
       run.status = 'waiting';
-      try {
-        const cp = this.checkpoints.leave(cx, true);
-        if (cp) await cp;
-        if (run.stop) throw run.stop;
-        // An answer that came in while the checkpoint was written is taken, not waited for.
-        answer = this.takeAnswer(cx, nodeId) ?? (await this.waitForAnswer(nodeId, o.timeoutMs));
-      } finally {
-        const w = this.checkpoints.enter(cx);
-        if (w) await w;
-      }
+      if (o.inStep) {
+        this.checkpoints.asked(true);
+        try {
+          answer = await this.waitForAnswer(nodeId, o.timeoutMs);
+        } finally {
+          this.checkpoints.asked(false);
+        }
+      } else
+        try {
+          const cp = this.checkpoints.leave(cx, true);
+          if (cp) await cp;
+          if (run.stop) throw run.stop;
+          // An answer that came in while the checkpoint was written is taken, not waited for.
+          answer = this.takeAnswer(cx, nodeId) ?? (await this.waitForAnswer(nodeId, o.timeoutMs));
+        } finally {
+          const w = this.checkpoints.enter(cx);
+          if (w) await w;
+        }
       if (run.stop) throw run.stop;
       run.status = 'running';
     }
@@ -104,7 +125,10 @@ export class HumanInput {
     if (policy !== 'ask') a = answerElicitation(ask, policy);
     else
       try {
-        a = elicitationFromText(ask, await this.ask(cx, nodeId, ask.message, { form: ask.requestedSchema }));
+        a = elicitationFromText(
+          ask,
+          await this.ask(cx, nodeId, ask.message, { form: ask.requestedSchema, inStep: true }),
+        );
       } catch (e) {
         if (this.run.stop) throw this.run.stop;
         if (!(e instanceof NodeError && e.code === 'human_input_required')) throw e;

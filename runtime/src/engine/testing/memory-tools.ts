@@ -4,14 +4,20 @@
  * (tool node → its server, narrowed by the node's include/exclude and the edge's allow list).
  */
 import type { Flow } from '@switchboard/schemas';
-import type { ToolHandle, ToolHost, ToolHostContext, ToolResult } from '../../tools/types.js';
+import type {
+  ToolCallOptions,
+  ToolHandle,
+  ToolHost,
+  ToolHostContext,
+  ToolResult,
+} from '../../tools/types.js';
 
 export interface MemoryTool {
   description?: string;
   inputSchema?: Record<string, unknown>;
   run(
     args: Record<string, unknown>,
-    ctx: { signal: AbortSignal; host: ToolHostContext },
+    ctx: { signal: AbortSignal; host: ToolHostContext; elicit?: ToolCallOptions['elicit'] },
   ): Promise<ToolResult | string> | ToolResult | string;
 }
 
@@ -55,7 +61,11 @@ export class MemoryToolHost implements ToolHost {
           remoteName: name,
           call: async (args, opts) => {
             this.calls.push({ agent: agentNodeId, tool: name, args });
-            const r = await tool.run(args, { signal: opts.signal, host: ctx });
+            const r = await tool.run(args, {
+              signal: opts.signal,
+              host: ctx,
+              ...(opts.elicit ? { elicit: opts.elicit } : {}),
+            });
             return typeof r === 'string' ? { content: r, isError: false } : r;
           },
         });
