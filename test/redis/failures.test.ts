@@ -41,19 +41,25 @@ async function getJson<T>(url: string): Promise<T> {
 
 const wsOf = (base: string) => `${base.replace('http', 'ws')}/api/ws`;
 
+/** Redis (AOF), two server instances A and B, one worker process; all stopped after the file. */
+async function twoServersOneWorker() {
+  const redis = await startRedis({ appendonly: true });
+  cleanup.push(() => redis.stop());
+  const counter = join(tmp(), 'count.txt');
+  const a = await startServer(redis.url, tmp());
+  const b = await startServer(redis.url, tmp());
+  cleanup.push(
+    () => a.kill9(),
+    () => b.kill9(),
+  );
+  const w = await startWorker(redis.url, tmp(), counter);
+  cleanup.push(() => w.kill9());
+  return { a, b };
+}
+
 describe('scale-out failures', () => {
   it('a server instance killed -9: its client resubscribes on the other with its last seq and misses nothing', async () => {
-    const redis = await startRedis({ appendonly: true });
-    cleanup.push(() => redis.stop());
-    const counter = join(tmp(), 'count.txt');
-    const a = await startServer(redis.url, tmp());
-    const b = await startServer(redis.url, tmp());
-    cleanup.push(
-      () => a.kill9(),
-      () => b.kill9(),
-    );
-    const w = await startWorker(redis.url, tmp(), counter);
-    cleanup.push(() => w.kill9());
+    const { a, b } = await twoServersOneWorker();
 
     const id = await startRun(a.url, { flow: batteryFlow(120), input: 'go' });
     const ca = new EventsClient(wsOf(a.url), a.url);
@@ -84,17 +90,7 @@ describe('scale-out failures', () => {
   }, 120_000);
 
   it('a client that moves to an instance which has not recorded the run yet is answered once it has, not told "no run"', async () => {
-    const redis = await startRedis({ appendonly: true });
-    cleanup.push(() => redis.stop());
-    const counter = join(tmp(), 'count.txt');
-    const a = await startServer(redis.url, tmp());
-    const b = await startServer(redis.url, tmp());
-    cleanup.push(
-      () => a.kill9(),
-      () => b.kill9(),
-    );
-    const w = await startWorker(redis.url, tmp(), counter);
-    cleanup.push(() => w.kill9());
+    const { a, b } = await twoServersOneWorker();
 
     // B is stopped while the run starts, so the announcement is still unread when the client comes.
     b.child.kill('SIGSTOP');
